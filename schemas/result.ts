@@ -1,0 +1,61 @@
+// The 200 side of the wire contract: a VerifierResult (plugin, endpoint) or a RubricJudgeResult
+// (rubric), both carrying `reward`. One response schema lists the fields of both so that the
+// serializer stays a flat, fast object writer; the static types below keep them apart.
+import { Type, type Static } from 'typebox'
+
+export const ProvenanceSchema = Type.Object({
+  kind: Type.String(),
+  ref: Type.String()
+}, { additionalProperties: true, description: 'Which verifier answered, with its version, digest or model' })
+export type Provenance = Static<typeof ProvenanceSchema>
+
+export const DimensionScoreSchema = Type.Object({
+  dimension: Type.String(),
+  score: Type.Number(),
+  reason: Type.String()
+})
+export type DimensionScore = Static<typeof DimensionScoreSchema>
+
+export const VerifierResultSchema = Type.Object({
+  reward: Type.Number(),
+  success: Type.Boolean(),
+  message: Type.String(),
+  output: Type.String(),
+  verifier: ProvenanceSchema
+})
+export type VerifierResult = Static<typeof VerifierResultSchema>
+
+export const RubricJudgeResultSchema = Type.Object({
+  reward: Type.Number(),
+  score: Type.Number(),
+  verdict: Type.Enum(['PASS', 'FAIL']),
+  confidence: Type.Number(),
+  evidence: Type.Array(Type.String()),
+  failed_criteria: Type.Array(Type.String()),
+  dimension_scores: Type.Array(DimensionScoreSchema),
+  truncated: Type.Optional(Type.Boolean({ description: 'The trajectory was cut to the judge budget' })),
+  cached: Type.Optional(Type.Boolean({ description: 'Served from the verdict cache' })),
+  verifier: ProvenanceSchema
+})
+export type RubricJudgeResult = Static<typeof RubricJudgeResultSchema>
+
+/** What a kind handler returns; the route adds duration_ms. */
+export type VerificationOutcome = VerifierResult | RubricJudgeResult
+
+export const VerifyResponseSchema = Type.Object({
+  reward: Type.Number({ description: 'A finite reward that a verifier actually produced' }),
+  success: Type.Optional(Type.Boolean()),
+  message: Type.Optional(Type.String()),
+  output: Type.Optional(Type.String()),
+  score: Type.Optional(Type.Number()),
+  verdict: Type.Optional(Type.String()),
+  confidence: Type.Optional(Type.Number()),
+  evidence: Type.Optional(Type.Array(Type.String())),
+  failed_criteria: Type.Optional(Type.Array(Type.String())),
+  dimension_scores: Type.Optional(Type.Array(DimensionScoreSchema)),
+  truncated: Type.Optional(Type.Boolean()),
+  cached: Type.Optional(Type.Boolean()),
+  verifier: ProvenanceSchema,
+  duration_ms: Type.Number()
+}, { description: 'VerifierResult (plugin, endpoint) or RubricJudgeResult (rubric), plus reward' })
+export type VerifyResponse = Static<typeof VerifyResponseSchema>

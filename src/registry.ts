@@ -1,0 +1,104 @@
+// Maps a verifier kind to its handler. The routes know nothing about kinds: they hand the
+// request to `Registry.verify`, which is also the last line of defence for the one rule: a
+// reward leaves here only if it is a finite number a handler produced, and any other failure
+// becomes a VerificationError (502) naming kind and ref.
+import type { Manifest, Task, VerifierKind } from '../schemas/verify.js'
+import type { VerificationOutcome } from '../schemas/result.js'
+import { ArbiterError, DuplicateKindError, VerificationError, type VerifierIdentity } from './errors.js'
+
+/** The slice of a pino logger the kinds use, so they need no Fastify import. */
+export interface Log {
+  debug: (obj: object | string, msg?: string) => void
+  info: (obj: object | string, msg?: string) => void
+  warn: (obj: object | string, msg?: string) => void
+  error: (obj: object | string, msg?: string) => void
+}
+
+export interface VerificationContext {
+  manifest: Manifest
+  task: Task
+  trajectory: unknown
+  requestId: string
+  /** The deadline for this verification: verifier.timeout_s or the kind's default, capped. */
+  timeoutMs: number
+  log: Log
+}
+
+export interface KindHandler {
+  readonly kind: VerifierKind
+  /** Used when the manifest gives no verifier.timeout_s. */
+  readonly defaultTimeoutS: number
+  /** Resolves the verifier and returns its result, or throws a VerificationError. */
+  verify: (context: VerificationContext) => Promise<VerificationOutcome>
+  /** What this kind can resolve on this instance, for GET /v1/verifiers. */
+  describe: () => Record<string, unknown>
+  /** Why this kind is not ready to serve yet, or undefined when it is. */
+  notReadyReason?: () => string | undefined
+  /** Re-reads this kind's catalogue from disk (SIGHUP), atomically. */
+  reload?: () => Promise<void>
+  /** Releases workers, sockets and timers on shutdown. */
+  close?: () => Promise<void>
+}
+
+export class Registry {
+  readonly #handlers = new Map<VerifierKind, KindHandler>()
+  readonly #maxTimeoutS: number
+
+  constructor (options: { maxTimeoutS: number }) {
+    this.#maxTimeoutS = options.maxTimeoutS
+  }
+
+  add (handler: KindHandler): this {
+    if (this.#handlers.has(handler.kind)) throw new DuplicateKindError(handler.kind)
+    this.#handlers.set(handler.kind, handler)
+    return this
+  }
+
+  has (kind: VerifierKind): boolean {
+    return this.#handlers.has(kind)
+  }
+
+  get (kind: VerifierKind, ref: string): KindHandler {
+    const handler = this.#handlers.get(kind)
+    if (handler === undefined) {
+      throw new VerificationError('ARB_KIND_UNAVAILABLE', { kind, ref },
+        `verifier kind "${kind}" is not available on this instance (available: ${[...this.#handlers.keys()].join(', ') || 'none'})`)
+    }
+    return handler
+  }
+
+  handlers (): KindHandler[] {
+    return [...this.#handlers.values()]
+  }
+
+  timeoutMs (handler: KindHandler, manifest: Manifest): number {
+    const requested = manifest.verifier.timeout_s ?? handler.defaultTimeoutS
+    return Math.min(requested, this.#maxTimeoutS) * 1000
+  }
+
+  async verify (request: Omit<VerificationContext, 'timeoutMs'>): Promise<VerificationOutcome> {
+    const verifier: VerifierIdentity = { kind: request.manifest.verifier.kind, ref: request.manifest.verifier.ref }
+    const handler = this.get(request.manifest.verifier.kind, verifier.ref)
+    let outcome: VerificationOutcome
+    try {
+      outcome = await handler.verify({ ...request, timeoutMs: this.timeoutMs(handler, request.manifest) })
+    } catch (error) {
+      if (error instanceof VerificationError) throw error
+      if (error instanceof ArbiterError) throw new VerificationError(error.code, verifier, error.message, { cause: error, retryable: error.retryable })
+      request.log.error({ err: error, verifier }, 'verifier failed unexpectedly')
+      throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier failed unexpectedly: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+    }
+    if (typeof outcome?.reward !== 'number' || !Number.isFinite(outcome.reward)) {
+      throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier produced no finite reward`)
+    }
+    return outcome
+  }
+
+  async reload (): Promise<void> {
+    await Promise.all(this.handlers().map(async (handler) => await handler.reload?.()))
+  }
+
+  async close (): Promise<void> {
+    await Promise.allSettled(this.handlers().map(async (handler) => await handler.close?.()))
+  }
+}
