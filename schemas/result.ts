@@ -7,7 +7,7 @@ export const ProvenanceSchema = Type.Object({
   kind: Type.String(),
   ref: Type.String()
 }, { additionalProperties: true, description: 'Which verifier answered, with its version, digest or model' })
-export type Provenance = Static<typeof ProvenanceSchema>
+export type Provenance = Static<typeof ProvenanceSchema> & Record<string, unknown>
 
 export const DimensionScoreSchema = Type.Object({
   dimension: Type.String(),
@@ -23,7 +23,7 @@ export const VerifierResultSchema = Type.Object({
   output: Type.String(),
   verifier: ProvenanceSchema
 })
-export type VerifierResult = Static<typeof VerifierResultSchema>
+export type VerifierResult = Omit<Static<typeof VerifierResultSchema>, 'verifier'> & { verifier: Provenance }
 
 export const RubricJudgeResultSchema = Type.Object({
   reward: Type.Number(),
@@ -37,7 +37,7 @@ export const RubricJudgeResultSchema = Type.Object({
   cached: Type.Optional(Type.Boolean({ description: 'Served from the verdict cache' })),
   verifier: ProvenanceSchema
 })
-export type RubricJudgeResult = Static<typeof RubricJudgeResultSchema>
+export type RubricJudgeResult = Omit<Static<typeof RubricJudgeResultSchema>, 'verifier'> & { verifier: Provenance }
 
 /** What a kind handler returns; the route adds duration_ms. */
 export type VerificationOutcome = VerifierResult | RubricJudgeResult

@@ -40,6 +40,7 @@ export const catalogue = {
   ARB_ENDPOINT_RESPONSE_TOO_LARGE: entry(502, false, 'The endpoint answer was over the size cap (ARBITER_ENDPOINT_MAX_BYTES).'),
   ARB_ENDPOINT_NOT_JSON: entry(502, false, 'The endpoint answer was not a JSON object.'),
   ARB_ENDPOINT_BAD_REWARD: entry(502, false, 'The endpoint answer had no finite numeric `reward`.'),
+  ARB_ENDPOINT_BAD_RESPONSE: entry(502, false, 'The endpoint answer had `success`, `message` or `output` of the wrong type.'),
 
   // plugin
   ARB_PLUGIN_NOT_FOUND: entry(502, false, 'No installed environment plugin has the manifest\'s name.'),

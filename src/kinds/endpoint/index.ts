@@ -1,0 +1,179 @@
+// The `endpoint` kind: POST {task, trajectory} to the URL in `ref` and read a reward back.
+// One undici Agent for every user-named endpoint (keep-alive, a cap on connections per origin),
+// one overall deadline per verification covering retries, headers and a dripping body, and the
+// egress guard in front of every socket.
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Agent, request } from 'undici'
+import { VerificationError, snippet, type VerifierIdentity } from '../../errors.js'
+import type { KindHandler, VerificationContext } from '../../registry.js'
+import { toVerifierResult } from '../../result.js'
+import { USER_AGENT } from '../../version.js'
+import { BodyTooLargeError, parseAnswer, readCapped } from './answer.js'
+import { EGRESS_DENIED, EgressGuard, type LookupFunction } from './egress.js'
+
+export const DEFAULT_TIMEOUT_S = 60
+/** The most a scorer's Retry-After may make us wait between attempts. */
+const MAX_RETRY_AFTER_MS = 10_000
+const BACKOFF_BASE_MS = 100
+const ERROR_BODY_PEEK_BYTES = 4096
+
+export interface EndpointKindOptions {
+  allow: string[]
+  maxResponseBytes: number
+  connectionsPerOrigin: number
+  retries: number
+  maxTimeoutS: number
+  /** DNS lookup used before the guard's check; tests inject one to prove rebinding is refused. */
+  lookup?: LookupFunction
+  onRetry?: (reason: string) => void
+}
+
+/** Codes of failures where the request provably never reached the scorer. */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT'])
+
+interface Attempt { error: VerificationError, retry: boolean, waitMs?: number }
+
+export function createEndpointKind (options: EndpointKindOptions): KindHandler {
+  const guard = new EgressGuard(options.allow)
+  const maxTimeoutMs = options.maxTimeoutS * 1000
+  const agent = new Agent({
+    connections: options.connectionsPerOrigin,
+    keepAliveTimeout: 10_000,
+    // The per-verification AbortSignal is the real deadline; these only must not cut it short.
+    headersTimeout: maxTimeoutMs,
+    bodyTimeout: maxTimeoutMs,
+    maxResponseSize: options.maxResponseBytes,
+    connect: { lookup: guard.lookup(options.lookup) }
+  })
+
+  async function attempt (context: VerificationContext, url: URL, payload: string, signal: AbortSignal, deadline: number, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
+    const verifier: VerifierIdentity = { kind: 'endpoint', ref: context.manifest.verifier.ref }
+    let response
+    try {
+      response = await request(url, {
+        method: 'POST',
+        dispatcher: agent,
+        signal,
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': USER_AGENT, 'x-request-id': context.requestId },
+        body: payload
+      })
+    } catch (error) {
+      return classify(error, verifier, signal, context.timeoutMs)
+    }
+    const { statusCode, headers, body } = response
+    try {
+      if (statusCode >= 300 && statusCode < 400) {
+        body.resume()
+        const location = typeof headers.location === 'string' ? ` to ${headers.location}` : ''
+        return { retry: false, error: new VerificationError('ARB_ENDPOINT_REDIRECT', verifier, `endpoint answered ${statusCode}, a redirect${location}; redirects are not followed, use the final URL as ref`, { details: { status: statusCode } }) }
+      }
+      if (statusCode < 200 || statusCode >= 300) {
+        const peek = await readCapped(body, ERROR_BODY_PEEK_BYTES).catch(() => '')
+        const retryable = statusCode === 429 || statusCode >= 500
+        const error = new VerificationError('ARB_ENDPOINT_HTTP_STATUS', verifier, `endpoint answered ${statusCode}: ${snippet(peek) || '(empty body)'}`, { retryable, details: { status: statusCode } })
+        const waitMs = retryAfterMs(headers['retry-after'])
+        const asked = (statusCode === 429 || statusCode === 503) && waitMs !== undefined && waitMs <= MAX_RETRY_AFTER_MS
+        return { error, retry: asked && Date.now() + (waitMs ?? 0) < deadline, waitMs }
+      }
+      const declared = Number(headers['content-length'])
+      if (Number.isFinite(declared) && declared > options.maxResponseBytes) {
+        body.destroy()
+        throw new BodyTooLargeError(options.maxResponseBytes)
+      }
+      const text = await readCapped(body, options.maxResponseBytes)
+      const verdict = parseAnswer(text, verifier, statusCode)
+      return toVerifierResult(verdict, { kind: 'endpoint', ref: verifier.ref, status: statusCode, attempts: number }, context.manifest.verifier.pass_threshold)
+    } catch (error) {
+      if (error instanceof VerificationError) throw error
+      return classify(error, verifier, signal, context.timeoutMs)
+    }
+  }
+
+  return {
+    kind: 'endpoint',
+    defaultTimeoutS: DEFAULT_TIMEOUT_S,
+
+    async verify (context) {
+      const ref = context.manifest.verifier.ref
+      const verifier: VerifierIdentity = { kind: 'endpoint', ref }
+      const url = new URL(ref)
+      const problem = guard.urlProblem(url)
+      if (problem !== undefined) throw new VerificationError('ARB_ENDPOINT_FORBIDDEN', verifier, `egress guard: ${problem}`)
+
+      const payload = JSON.stringify({ task: context.task, trajectory: context.trajectory })
+      const signal = AbortSignal.timeout(context.timeoutMs)
+      const deadline = Date.now() + context.timeoutMs
+      for (let number = 1; ; number++) {
+        const outcome = await attempt(context, url, payload, signal, deadline, number)
+        if (!('error' in outcome)) return outcome
+        if (!outcome.retry || number > options.retries) throw outcome.error
+        const waitMs = outcome.waitMs ?? jitter(BACKOFF_BASE_MS * 2 ** (number - 1))
+        if (Date.now() + waitMs >= deadline) throw outcome.error
+        options.onRetry?.(outcome.error.code)
+        context.log.debug({ verifier, attempt: number, code: outcome.error.code, waitMs }, 'retrying endpoint')
+        try {
+          await sleep(waitMs, undefined, { signal })
+        } catch {
+          throw timeoutError(verifier, context.timeoutMs)
+        }
+      }
+    },
+
+    describe () {
+      return {
+        default_timeout_s: DEFAULT_TIMEOUT_S,
+        max_response_bytes: options.maxResponseBytes,
+        retries: options.retries,
+        allowed: guard.describe()
+      }
+    },
+
+    async close () {
+      await agent.close()
+    }
+  }
+}
+
+function timeoutError (verifier: VerifierIdentity, timeoutMs: number): VerificationError {
+  return new VerificationError('ARB_ENDPOINT_TIMEOUT', verifier, `endpoint did not answer within ${timeoutMs / 1000} s (set verifier.timeout_s to change the deadline)`)
+}
+
+/** Maps a socket-level failure to its code; only connect failures may be retried. */
+function classify (error: unknown, verifier: VerifierIdentity, signal: AbortSignal, timeoutMs: number): Attempt {
+  if (signal.aborted) return { retry: false, error: timeoutError(verifier, timeoutMs) }
+  const code = findCode(error)
+  const detail = (error as Error)?.message ?? String(error)
+  const make = (name: ConstructorParameters<typeof VerificationError>[0], message: string): VerificationError =>
+    new VerificationError(name, verifier, message, { cause: error })
+  if (code === EGRESS_DENIED) return { retry: false, error: make('ARB_ENDPOINT_FORBIDDEN', `egress guard: ${detail}`) }
+  if (error instanceof BodyTooLargeError || code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
+    return { retry: false, error: make('ARB_ENDPOINT_RESPONSE_TOO_LARGE', `endpoint answer is over the ${(error as BodyTooLargeError).limit ?? 'configured'} byte cap (ARBITER_ENDPOINT_MAX_BYTES)`) }
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return { retry: code === 'EAI_AGAIN', error: make('ARB_ENDPOINT_DNS_FAILED', `endpoint host ${new URL(verifier.ref).hostname} did not resolve (${code})`) }
+  }
+  if (code === 'ECONNREFUSED') return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `connection refused by ${new URL(verifier.ref).host}: is the scorer running?`) }
+  if (code !== undefined && CONNECT_FAILURES.has(code)) return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `could not connect to ${new URL(verifier.ref).host} (${code})`) }
+  return { retry: false, error: make('ARB_ENDPOINT_CONNECTION_RESET', `connection to ${new URL(verifier.ref).host} failed before a full answer (${code ?? 'error'}: ${detail})`) }
+}
+
+function findCode (error: unknown): string | undefined {
+  for (let current = error as { code?: unknown, cause?: unknown } | undefined, depth = 0; current != null && depth < 5; current = current.cause as typeof current, depth++) {
+    if (typeof current.code === 'string' && current.code !== 'UND_ERR_SOCKET' && current.code !== 'UND_ERR_CONNECT') return current.code
+    if (typeof current.code === 'string' && current.cause == null) return current.code
+  }
+  return undefined
+}
+
+/** Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+function retryAfterMs (header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header
+  if (value === undefined || value.trim() === '') return undefined
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}
+
+function jitter (ms: number): number {
+  return Math.round(ms * (0.5 + Math.random()))
+}

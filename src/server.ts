@@ -1,0 +1,60 @@
+// The only file that touches `process`: environment → Config → app → listen, then signals.
+// SIGTERM/SIGINT drain (readiness turns 503, new work is refused, work in flight finishes within
+// ARBITER_GRACE_S, workers and pools close) and exit 0; a second signal exits at once.
+// SIGHUP reloads the rubric and plugin catalogues without a restart.
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.js'
+import { loadConfig, type Config } from './config.js'
+import { ConfigError } from './errors.js'
+import { createLogger } from './logger.js'
+
+function readConfig (): Config {
+  try {
+    return loadConfig(process.env)
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`arbiter: invalid setting ${error.message}\n`)
+      process.exit(78) // EX_CONFIG
+    }
+    throw error
+  }
+}
+
+async function main (): Promise<void> {
+  const config = readConfig()
+  const logger = createLogger(config.logLevel, { pretty: process.stdout.isTTY === true })
+  let app
+  try {
+    app = await buildApp(config, { logger })
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`arbiter: invalid setting ${error.message}\n`)
+      process.exit(78)
+    }
+    throw error
+  }
+  const { lifecycle, registry } = app.arbiter
+
+  closeWithGrace({ delay: config.graceS * 1000, logger }, async ({ signal, err }) => {
+    if (err !== undefined) logger.error({ err }, 'shutting down after an unhandled error')
+    logger.info({ signal, graceS: config.graceS }, 'draining: finishing work in flight')
+    lifecycle.startDraining()
+    await app.close()
+    logger.info('stopped')
+  })
+
+  process.on('SIGHUP', () => {
+    registry.reload().then(
+      () => logger.info('catalogues reloaded'),
+      (error: unknown) => logger.error({ err: error }, 'reload failed; still serving the previous catalogues')
+    )
+  })
+
+  await app.listen({ host: config.host, port: config.port })
+  lifecycle.markReady()
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`arbiter: failed to start: ${(error as Error)?.stack ?? String(error)}\n`)
+  process.exit(1)
+})
