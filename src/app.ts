@@ -69,6 +69,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     return503OnClosing: false
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // JSON only: Fastify also parses text/plain by default, which would make a text body a
+  // confusing "body must be object" instead of a 415.
+  app.removeContentTypeParser('text/plain')
   // TypeBox's validator never coerces a body: `null` or `false` stay what they are, never 0.
   app.setValidatorCompiler(TypeBoxValidatorCompiler)
 

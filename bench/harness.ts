@@ -1,0 +1,101 @@
+// Shared pieces of every benchmark: start servers as child processes on 127.0.0.1, drive them
+// from a separate load process, print a table with ratios against a baseline measured in the
+// same run. The machine is shared and noisy, so only ratios from one run mean anything.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import type { LoadResult, LoadSpec } from './load.js'
+
+const DIST = fileURLToPath(new URL('..', import.meta.url))
+export const SERVER_JS = `${DIST}src/server.js`
+export const BASELINE_JS = `${DIST}bench/servers/baseline.js`
+export const UPSTREAM_JS = `${DIST}bench/servers/upstream.js`
+const LOAD_JS = `${DIST}bench/load.js`
+
+export interface Running {
+  url: string
+  port: number
+  child: ChildProcess
+  stop: () => Promise<void>
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+const running = new Set<ChildProcess>()
+process.on('exit', () => { for (const child of running) child.kill('SIGKILL') })
+
+/** Starts a node script listening on a free loopback port; resolves once /healthz or TCP answers. */
+export async function start (script: string, env: Record<string, string> = {}): Promise<Running> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), ...env },
+    stdio: ['ignore', 'ignore', 'inherit']
+  })
+  running.add(child)
+  const url = `http://127.0.0.1:${port}`
+  for (let tries = 0; ; tries++) {
+    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`)
+    const up = await fetch(`${url}/healthz`).then(() => true, () => false)
+    if (up) break
+    if (tries > 200) throw new Error(`${script} did not start`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return {
+    url,
+    port,
+    child,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+      await once(child, 'exit')
+      clearTimeout(timer)
+      running.delete(child)
+    }
+  }
+}
+
+/** Runs one load in a separate process and returns its figures. */
+export async function load (spec: Partial<LoadSpec> & Pick<LoadSpec, 'url' | 'body'>): Promise<LoadResult> {
+  const full: LoadSpec = { connections: 10, durationS: Number(process.env.BENCH_SECONDS ?? 8), latencyS: 0, ...spec }
+  const child = spawn(process.execPath, [LOAD_JS, JSON.stringify(full)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
+  await once(child, 'exit')
+  return JSON.parse(out) as LoadResult
+}
+
+export interface Row { name: string, result: LoadResult }
+
+/** Prints a table of rows with each row's throughput as a ratio of the named reference row. */
+export function report (title: string, rows: Row[], reference: string): void {
+  const base = rows.find((row) => row.name === reference)?.result.rps ?? Number.NaN
+  console.log(`\n${title}`)
+  console.log(`${'target'.padEnd(44)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'errors'.padStart(7)} ${'ratio'.padStart(7)}`)
+  for (const { name, result } of rows) {
+    const problems = result.errors + result.non2xx
+    console.log(`${name.padEnd(44)} ${result.rps.toFixed(0).padStart(9)} ${result.p50Ms.toFixed(3).padStart(8)} ${result.p99Ms.toFixed(3).padStart(8)} ${String(problems).padStart(7)} ${(result.rps / base).toFixed(3).padStart(7)}`)
+  }
+}
+
+/** Prints a goal line: PASS/MISS with the measured and required ratio. */
+export function goal (name: string, measured: number, required: number, higherIsBetter = true): boolean {
+  const met = higherIsBetter ? measured >= required : measured <= required
+  console.log(`goal ${met ? 'MET ' : 'MISS'} ${name}: ${measured.toFixed(3)} (${higherIsBetter ? '>=' : '<='} ${required})`)
+  return met
+}
+
+export function verifyPayload (kind: string, ref: string, extra: { name?: string, task?: unknown, trajectory?: unknown } = {}): string {
+  return JSON.stringify({
+    manifest: { name: extra.name ?? 'bench', version: '1.0.0', verifier: { kind, ref } },
+    task: extra.task ?? { prompt: 'What is 2+2?', reference: '4' },
+    trajectory: extra.trajectory ?? 'The answer is 4'
+  })
+}
