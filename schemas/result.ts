@@ -43,7 +43,7 @@ export type RubricJudgeResult = Omit<Static<typeof RubricJudgeResultSchema>, 've
 export type VerificationOutcome = VerifierResult | RubricJudgeResult
 
 export const VerifyResponseSchema = Type.Object({
-  reward: Type.Number({ description: 'A finite reward that a verifier actually produced' }),
+  reward: Type.Number({ description: 'A finite reward that a verifier actually produced', examples: [0.83] }),
   success: Type.Optional(Type.Boolean()),
   message: Type.Optional(Type.String()),
   output: Type.Optional(Type.String()),

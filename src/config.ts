@@ -48,6 +48,7 @@ export interface Config {
   metricsAuth: boolean
   maxInFlight: number
   maxQueue: number
+  maxEventLoopDelayMs: number
   batchMaxItems: number
   batchConcurrency: number
   graceS: number
@@ -154,6 +155,7 @@ export const SETTINGS: { [K in keyof Config]: Setting<K> } = {
   metricsAuth: { env: 'ARBITER_METRICS_AUTH', parse: flag, default: false, doc: 'Require a bearer token for /metrics too.' },
   maxInFlight: { env: 'ARBITER_MAX_IN_FLIGHT', parse: integer(1), default: 1024, doc: 'Verifications running at once.' },
   maxQueue: { env: 'ARBITER_MAX_QUEUE', parse: integer(0), default: 4096, doc: 'Verifications waiting for a slot; beyond it a 503 with Retry-After.' },
+  maxEventLoopDelayMs: { env: 'ARBITER_MAX_EVENT_LOOP_DELAY_MS', parse: integer(0), default: 1000, doc: 'Verifications are refused with 503 while the event loop lags more than this (0 turns the check off).' },
   batchMaxItems: { env: 'ARBITER_BATCH_MAX_ITEMS', parse: integer(1, 100_000), default: 1024, doc: 'Most items in one /v1/verify/batch call.' },
   batchConcurrency: { env: 'ARBITER_BATCH_CONCURRENCY', parse: integer(1, 10_000), default: 64, doc: 'Items of one batch verified at once.' },
   graceS: { env: 'ARBITER_GRACE_S', parse: seconds, default: 660, doc: 'On SIGTERM, how long work in flight may finish before exit.' }

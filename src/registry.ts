@@ -14,6 +14,23 @@ export interface Log {
   error: (obj: object | string, msg?: string) => void
 }
 
+/**
+ * What a kind reports about its own machinery (retries, worker processes, judge calls) so
+ * that /metrics can count it without the kinds importing a metrics library.
+ */
+export type KindEvent =
+  | { type: 'endpoint_retry', reason: string }
+  | { type: 'plugin_worker_start', plugin: string }
+  | { type: 'plugin_worker_crash', plugin: string }
+  | { type: 'plugin_timeout', plugin: string }
+  | { type: 'judge_call', outcome: string }
+  | { type: 'judge_tokens', prompt: number, completion: number }
+  | { type: 'judge_cache_hit' }
+
+export type Telemetry = (event: KindEvent) => void
+
+export const noTelemetry: Telemetry = () => {}
+
 export interface VerificationContext {
   manifest: Manifest
   task: Task

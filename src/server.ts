@@ -2,11 +2,14 @@
 // SIGTERM/SIGINT drain (readiness turns 503, new work is refused, work in flight finishes within
 // ARBITER_GRACE_S, workers and pools close) and exit 0; a second signal exits at once.
 // SIGHUP reloads the rubric and plugin catalogues without a restart.
+import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
+
+const DRAIN_POLL_MS = 50
 
 function readConfig (): Config {
   try {
@@ -33,12 +36,15 @@ async function main (): Promise<void> {
     }
     throw error
   }
-  const { lifecycle, registry } = app.arbiter
+  const { lifecycle, registry, admission } = app.arbiter
 
   closeWithGrace({ delay: config.graceS * 1000, logger }, async ({ signal, err }) => {
     if (err !== undefined) logger.error({ err }, 'shutting down after an unhandled error')
-    logger.info({ signal, graceS: config.graceS }, 'draining: finishing work in flight')
+    logger.info({ signal, graceS: config.graceS, inFlight: admission.inFlight }, 'draining: finishing work in flight')
     lifecycle.startDraining()
+    // Keep listening while verifications finish, so new work and readiness probes get a clear
+    // 503 (with Retry-After) instead of a refused connection; then close sockets and workers.
+    while (admission.inFlight > 0 || admission.queued > 0) await sleep(DRAIN_POLL_MS)
     await app.close()
     logger.info('stopped')
   })

@@ -1,9 +1,11 @@
-// One verification, from a validated request to a result body: the ref's form is checked,
-// the registry resolves and runs the verifier, and one summary log line is written whatever
-// the outcome. Both /v1/verify and each item of /v1/verify/batch come through here.
+// One verification, from a validated request to a result body: a slot is taken (back-pressure),
+// the ref's form is checked, the registry resolves and runs the verifier, and one summary log
+// line is written whatever the outcome. /v1/verify and every item of /v1/verify/batch come
+// through `Verifications.verify`.
 import { performance } from 'node:perf_hooks'
 import type { VerifyRequest } from '../schemas/verify.js'
 import type { VerifyResponse } from '../schemas/result.js'
+import type { Admission } from './admission.js'
 import { ArbiterError } from './errors.js'
 import { refProblem } from './refs.js'
 import type { Log, Registry } from './registry.js'
@@ -17,36 +19,52 @@ export interface VerificationEvent {
   durationMs: number
 }
 
-export interface VerifyOptions {
-  requestId: string
-  log: Log
+export interface VerificationsOptions {
+  registry: Registry
+  admission: Admission
   /** Called once per verification, for metrics. */
   observe?: (event: VerificationEvent) => void
 }
 
-export async function verifyOne (registry: Registry, input: VerifyRequest, options: VerifyOptions): Promise<VerifyResponse> {
-  const started = performance.now()
-  const { kind, ref } = input.manifest.verifier
-  try {
-    const problem = refProblem(kind, ref)
-    if (problem !== undefined) throw new ArbiterError('ARB_BAD_REQUEST', problem)
-    const outcome = await registry.verify({
-      manifest: input.manifest,
-      task: input.task,
-      trajectory: input.trajectory,
-      requestId: options.requestId,
-      log: options.log
-    })
-    const durationMs = elapsed(started)
-    options.log.info({ kind, ref, outcome: 'ok', reward: outcome.reward, duration_ms: durationMs }, 'verification')
-    options.observe?.({ kind, ref, outcome: 'ok', reward: outcome.reward, durationMs })
-    return { ...outcome, duration_ms: durationMs }
-  } catch (error) {
-    const durationMs = elapsed(started)
-    const code = error instanceof ArbiterError ? error.code : 'ARB_INTERNAL'
-    options.log.info({ kind, ref, outcome: 'error', code, message: (error as Error)?.message, duration_ms: durationMs }, 'verification')
-    options.observe?.({ kind, ref, outcome: 'error', code, durationMs })
-    throw error
+export class Verifications {
+  readonly #registry: Registry
+  readonly #admission: Admission
+  readonly #observe: (event: VerificationEvent) => void
+
+  constructor (options: VerificationsOptions) {
+    this.#registry = options.registry
+    this.#admission = options.admission
+    this.#observe = options.observe ?? (() => {})
+  }
+
+  async verify (input: VerifyRequest, context: { requestId: string, log: Log }): Promise<VerifyResponse> {
+    const started = performance.now()
+    const { kind, ref } = input.manifest.verifier
+    let release: (() => void) | undefined
+    try {
+      const problem = refProblem(kind, ref)
+      if (problem !== undefined) throw new ArbiterError('ARB_BAD_REQUEST', problem)
+      release = await this.#admission.acquire()
+      const outcome = await this.#registry.verify({
+        manifest: input.manifest,
+        task: input.task,
+        trajectory: input.trajectory,
+        requestId: context.requestId,
+        log: context.log
+      })
+      const durationMs = elapsed(started)
+      context.log.info({ kind, ref, outcome: 'ok', reward: outcome.reward, duration_ms: durationMs }, 'verification')
+      this.#observe({ kind, ref, outcome: 'ok', reward: outcome.reward, durationMs })
+      return { ...outcome, duration_ms: durationMs }
+    } catch (error) {
+      const durationMs = elapsed(started)
+      const code = error instanceof ArbiterError ? error.code : 'ARB_INTERNAL'
+      context.log.info({ kind, ref, outcome: 'error', code, message: (error as Error)?.message, duration_ms: durationMs }, 'verification')
+      this.#observe({ kind, ref, outcome: 'error', code, durationMs })
+      throw error
+    } finally {
+      release?.()
+    }
   }
 }
 

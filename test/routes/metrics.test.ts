@@ -1,0 +1,32 @@
+import t from 'tap'
+import { buildTestApp, verifyBody } from '../helpers/build-app.js'
+import { json, startUpstream } from '../helpers/upstream.js'
+
+function sample (text: string, name: string, labels: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`) || (labels === '' && l.startsWith(`${name} `)))
+  return line === undefined ? Number.NaN : Number(line.split(' ').pop())
+}
+
+t.test('verifications by kind, outcome and code; durations; retries; in flight; process metrics', async (t) => {
+  let calls = 0
+  const upstream = await startUpstream(t, (_request, response) => {
+    calls++
+    if (calls === 1) { response.writeHead(503, { 'retry-after': '0' }); response.end(); return }
+    json(200, { reward: 1 })(_request, response, undefined as never)
+  })
+  const { app } = await buildTestApp(t)
+  await app.inject({ method: 'POST', url: '/v1/verify', payload: verifyBody('endpoint', upstream.url) })
+  await app.inject({ method: 'POST', url: '/v1/verify', payload: verifyBody('endpoint', upstream.url) })
+  await app.inject({ method: 'POST', url: '/v1/verify', payload: verifyBody('endpoint', 'http://169.254.169.254/') })
+  const response = await app.inject({ method: 'GET', url: '/metrics' })
+  t.equal(response.statusCode, 200)
+  t.match(response.headers['content-type'], /text\/plain/)
+  const text = response.body
+  t.equal(sample(text, 'arbiter_verifications_total', 'kind="endpoint",outcome="ok",code=""'), 2)
+  t.equal(sample(text, 'arbiter_verifications_total', 'kind="endpoint",outcome="error",code="ARB_ENDPOINT_FORBIDDEN"'), 1)
+  t.equal(sample(text, 'arbiter_verification_duration_seconds_count', 'kind="endpoint"'), 3)
+  t.equal(sample(text, 'arbiter_endpoint_retries_total', 'reason="ARB_ENDPOINT_HTTP_STATUS"'), 1)
+  t.equal(sample(text, 'arbiter_verifications_in_flight', ''), 0)
+  t.match(text, /process_cpu_user_seconds_total/)
+  t.match(text, /nodejs_eventloop_lag_seconds/)
+})
