@@ -1,11 +1,12 @@
 // Issue 2's benchmark: /v1/verify with the endpoint kind against a local upstream, next to the
 // bare-Fastify baseline and the upstream hit directly, all in one run, 10 connections.
 // Goals: endpoint throughput >= 0.35 of the direct upstream; p50 added latency < 1 ms.
-import { BASELINE_JS, SERVER_JS, UPSTREAM_JS, goal, load, report, start, verifyPayload } from './harness.js'
+import { BASELINE_JS, PROXY_JS, SERVER_JS, UPSTREAM_JS, goal, load, report, start, verifyPayload } from './harness.js'
 
 const connections = 10
 const upstream = await start(UPSTREAM_JS)
 const baseline = await start(BASELINE_JS)
+const proxy = await start(PROXY_JS, { UPSTREAM_URL: `${upstream.url}/score` })
 const arbiter = await start(SERVER_JS, { LOG_LEVEL: 'info' })
 const body = verifyPayload('endpoint', `${upstream.url}/score`)
 
@@ -15,11 +16,12 @@ await load({ url: `${arbiter.url}/v1/verify`, body, connections, durationS: 2 })
 const rows = [
   { name: 'baseline: bare Fastify POST (same schema)', result: await load({ url: `${baseline.url}/v1/verify`, body, connections, latencyS: 3 }) },
   { name: 'upstream direct', result: await load({ url: `${upstream.url}/score`, body, connections, latencyS: 3 }) },
+  { name: 'reference: plain undici proxy hop', result: await load({ url: `${proxy.url}/v1/verify`, body, connections, latencyS: 3 }) },
   { name: 'arbiter /v1/verify endpoint (logging on)', result: await load({ url: `${arbiter.url}/v1/verify`, body, connections, latencyS: 3 }) }
 ]
 report(`endpoint kind, ${connections} connections`, rows, 'upstream direct')
-const [base, direct, verify] = rows.map((row) => row.result)
-console.log(`arbiter / baseline: ${(verify.rps / base.rps).toFixed(3)}`)
+const [base, direct, plain, verify] = rows.map((row) => row.result)
+console.log(`arbiter / baseline: ${(verify.rps / base.rps).toFixed(3)}; plain proxy / direct: ${(plain.rps / direct.rps).toFixed(3)}; arbiter / plain proxy: ${(verify.rps / plain.rps).toFixed(3)}`)
 goal('endpoint req/s vs direct upstream', verify.rps / direct.rps, 0.35)
 goal('p50 added latency (ms)', verify.p50Ms - direct.p50Ms, 1, false)
-for (const server of [arbiter, baseline, upstream]) await server.stop()
+for (const server of [arbiter, proxy, baseline, upstream]) await server.stop()

@@ -11,6 +11,7 @@ const DIST = fileURLToPath(new URL('..', import.meta.url))
 export const SERVER_JS = `${DIST}src/server.js`
 export const BASELINE_JS = `${DIST}bench/servers/baseline.js`
 export const UPSTREAM_JS = `${DIST}bench/servers/upstream.js`
+export const PROXY_JS = `${DIST}bench/servers/proxy.js`
 const LOAD_JS = `${DIST}bench/load.js`
 
 export interface Running {

@@ -13,6 +13,7 @@ import { BlockList, isIP } from 'node:net'
 import { ConfigError } from '../../errors.js'
 
 export const EGRESS_DENIED = 'ARB_EGRESS_DENIED'
+const MAX_REMEMBERED_ORIGINS = 4096
 
 const ALWAYS_DENIED: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['169.254.0.0', 16, 'ipv4', 'link-local / cloud metadata'],
@@ -50,6 +51,7 @@ export class EgressGuard {
   readonly #allowedHosts = new Set<string>()
   readonly #allowedSuffixes: string[] = []
   readonly #allowedOrigins = new Set<string>()
+  readonly #verdicts = new Map<string, string | undefined>()
   readonly #hasAllowlist: boolean
   readonly #hasAllowedNets: boolean
 
@@ -89,8 +91,21 @@ export class EgressGuard {
     this.#hasAllowlist = allow.some((entry) => entry.trim() !== '')
   }
 
-  /** Why this URL may not be called, or undefined. Nothing is sent when this answers. */
+  /**
+   * Why this URL may not be called, or undefined. Nothing is sent when this answers. The verdict
+   * depends only on the origin, so it is remembered: a training run calls a handful of origins
+   * thousands of times, and each BlockList check allocates.
+   */
   urlProblem (url: URL): string | undefined {
+    const origin = url.origin
+    if (this.#verdicts.has(origin)) return this.#verdicts.get(origin)
+    const problem = this.#urlProblem(url)
+    if (this.#verdicts.size >= MAX_REMEMBERED_ORIGINS) this.#verdicts.clear()
+    this.#verdicts.set(origin, problem)
+    return problem
+  }
+
+  #urlProblem (url: URL): string | undefined {
     const host = stripBrackets(url.hostname)
     if (isIP(host) !== 0) {
       const denied = this.#deniedReason(host)

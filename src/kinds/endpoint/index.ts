@@ -58,7 +58,7 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
         body: payload
       })
     } catch (error) {
-      return classify(error, verifier, signal, context.timeoutMs)
+      return classify(error, verifier, signal, context.timeoutMs, options.maxResponseBytes)
     }
     const { statusCode, headers, body } = response
     try {
@@ -80,12 +80,13 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
         body.destroy()
         throw new BodyTooLargeError(options.maxResponseBytes)
       }
-      const text = await readCapped(body, options.maxResponseBytes)
+      // The Agent's maxResponseSize stops a body over the cap while it streams in.
+      const text = await body.text()
       const verdict = parseAnswer(text, verifier, statusCode)
       return toVerifierResult(verdict, { kind: 'endpoint', ref: verifier.ref, status: statusCode, attempts: number }, context.manifest.verifier.pass_threshold)
     } catch (error) {
       if (error instanceof VerificationError) throw error
-      return classify(error, verifier, signal, context.timeoutMs)
+      return classify(error, verifier, signal, context.timeoutMs, options.maxResponseBytes)
     }
   }
 
@@ -139,7 +140,7 @@ function timeoutError (verifier: VerifierIdentity, timeoutMs: number): Verificat
 }
 
 /** Maps a socket-level failure to its code; only connect failures may be retried. */
-function classify (error: unknown, verifier: VerifierIdentity, signal: AbortSignal, timeoutMs: number): Attempt {
+function classify (error: unknown, verifier: VerifierIdentity, signal: AbortSignal, timeoutMs: number, maxBytes: number): Attempt {
   if (signal.aborted) return { retry: false, error: timeoutError(verifier, timeoutMs) }
   const code = findCode(error)
   const detail = (error as Error)?.message ?? String(error)
@@ -147,7 +148,7 @@ function classify (error: unknown, verifier: VerifierIdentity, signal: AbortSign
     new VerificationError(name, verifier, message, { cause: error })
   if (code === EGRESS_DENIED) return { retry: false, error: make('ARB_ENDPOINT_FORBIDDEN', `egress guard: ${detail}`) }
   if (error instanceof BodyTooLargeError || code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
-    return { retry: false, error: make('ARB_ENDPOINT_RESPONSE_TOO_LARGE', `endpoint answer is over the ${(error as BodyTooLargeError).limit ?? 'configured'} byte cap (ARBITER_ENDPOINT_MAX_BYTES)`) }
+    return { retry: false, error: make('ARB_ENDPOINT_RESPONSE_TOO_LARGE', `endpoint answer is over the ${maxBytes} byte cap (ARBITER_ENDPOINT_MAX_BYTES)`) }
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
     return { retry: code === 'EAI_AGAIN', error: make('ARB_ENDPOINT_DNS_FAILED', `endpoint host ${new URL(verifier.ref).hostname} did not resolve (${code})`) }
