@@ -18,6 +18,8 @@ import { toErrorAnswer } from './error-body.js'
 import { ArbiterError } from './errors.js'
 import { exceedsDepth } from './json-depth.js'
 import { createEndpointKind } from './kinds/endpoint/index.js'
+import { createPluginKind } from './kinds/plugin/index.js'
+import { createRubricKind } from './kinds/rubric/index.js'
 import type { LookupFunction } from './kinds/endpoint/egress.js'
 import { Lifecycle } from './lifecycle.js'
 import { createLogger } from './logger.js'
@@ -74,6 +76,33 @@ export async function createRegistry (config: Config, log: Log, telemetry: Telem
       onRetry: (reason) => telemetry({ type: 'endpoint_retry', reason })
     }))
   }
+  if (!given.has('plugin')) {
+    registry.add(await createPluginKind({
+      pluginsDir: config.pluginsDir,
+      lockFile: config.pluginsLock,
+      python: config.python,
+      workers: config.pluginWorkers,
+      memoryMb: config.pluginMemoryMb,
+      idleS: config.pluginIdleS,
+      maxCalls: config.pluginMaxCalls,
+      log
+    }))
+  }
+  if (!given.has('rubric')) {
+    registry.add(await createRubricKind({
+      rubricsDir: config.rubricsDir,
+      judgeBaseUrl: config.judgeBaseUrl,
+      judgeApiKey: config.judgeApiKey,
+      judgeModel: config.judgeModel,
+      judgeTimeoutS: config.judgeTimeoutS,
+      judgeConcurrency: config.judgeConcurrency,
+      judgeResponseFormat: config.judgeResponseFormat,
+      judgeMaxChars: config.judgeMaxChars,
+      judgeCacheSize: config.judgeCacheSize,
+      judgeCacheTtlS: config.judgeCacheTtlS,
+      log
+    }))
+  }
   return registry
 }
 
@@ -120,10 +149,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
         throw error
       }
     }
+    // While draining, every answer closes its connection, so clients stop reusing sockets that
+    // are about to go away and open their next one elsewhere.
+    if (lifecycle.draining) reply.header('connection', 'close')
     if (lifecycle.draining && isApi) {
       metrics.rejected('shutting_down')
       throw new ArbiterError('ARB_SHUTTING_DOWN', 'this instance is shutting down; retry on another replica', { retryAfter: 1 })
     }
+  })
+
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.response(request.routeOptions.url ?? 'unmatched', reply.statusCode)
   })
 
   // Event-loop lag and heap limits shed verification work with a 503; health, readiness and

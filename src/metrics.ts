@@ -8,6 +8,7 @@ export class Metrics {
   readonly registry = new PromRegistry()
   readonly #verifications = new Counter({ name: 'arbiter_verifications_total', help: 'Verifications by kind, outcome (ok|error) and error code', labelNames: ['kind', 'outcome', 'code'] as const, registers: [this.registry] })
   readonly #duration = new Histogram({ name: 'arbiter_verification_duration_seconds', help: 'Verification duration by kind', labelNames: ['kind'] as const, buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 120], registers: [this.registry] })
+  readonly #responses = new Counter({ name: 'arbiter_http_responses_total', help: 'HTTP responses by route and status', labelNames: ['route', 'status'] as const, registers: [this.registry] })
   readonly #rejected = new Counter({ name: 'arbiter_requests_rejected_total', help: 'Requests refused before verification (overloaded, shutting_down, unauthorized)', labelNames: ['reason'] as const, registers: [this.registry] })
   readonly #endpointRetries = new Counter({ name: 'arbiter_endpoint_retries_total', help: 'Endpoint retries by the error that caused them', labelNames: ['reason'] as const, registers: [this.registry] })
   readonly #workerStarts = new Counter({ name: 'arbiter_plugin_worker_starts_total', help: 'Plugin worker processes started', labelNames: ['plugin'] as const, registers: [this.registry] })
@@ -28,6 +29,10 @@ export class Metrics {
   verification = (event: VerificationEvent): void => {
     this.#verifications.inc({ kind: event.kind, outcome: event.outcome, code: event.code ?? '' })
     this.#duration.observe({ kind: event.kind }, event.durationMs / 1000)
+  }
+
+  response (route: string, status: number): void {
+    this.#responses.inc({ route, status: String(status) })
   }
 
   rejected (reason: 'overloaded' | 'shutting_down' | 'unauthorized'): void {

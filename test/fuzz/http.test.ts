@@ -9,7 +9,7 @@ import { ErrorBodySchema } from '../../schemas/error.js'
 import { VerifyResponseSchema } from '../../schemas/result.js'
 import { BatchResponseSchema } from '../../schemas/batch.js'
 import type { LookupFunction } from '../../src/kinds/endpoint/egress.js'
-import { buildTestApp } from '../helpers/build-app.js'
+import { buildTestApp, type TestContext } from '../helpers/build-app.js'
 import { json, startUpstream } from '../helpers/upstream.js'
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150)
@@ -71,7 +71,7 @@ const contentTypes = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', '', 'application/xml') }
 )
 
-async function fuzzApp (t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function fuzzApp (t: TestContext) {
   const upstream = await startUpstream(t, json(200, { reward: 0.5 }))
   const { app } = await buildTestApp(t, { bodyLimit: 64 * 1024, endpointAllow: [upstream.url], logLevel: 'silent', judgeTimeoutS: 1 }, { lookup: noDns })
   return { app, upstream }

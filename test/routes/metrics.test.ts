@@ -27,6 +27,8 @@ t.test('verifications by kind, outcome and code; durations; retries; in flight; 
   t.equal(sample(text, 'arbiter_verification_duration_seconds_count', 'kind="endpoint"'), 3)
   t.equal(sample(text, 'arbiter_endpoint_retries_total', 'reason="ARB_ENDPOINT_HTTP_STATUS"'), 1)
   t.equal(sample(text, 'arbiter_verifications_in_flight', ''), 0)
+  t.equal(sample(text, 'arbiter_http_responses_total', 'route="/v1/verify",status="200"'), 2)
+  t.equal(sample(text, 'arbiter_http_responses_total', 'route="/v1/verify",status="502"'), 1)
   t.match(text, /process_cpu_user_seconds_total/)
   t.match(text, /nodejs_eventloop_lag_seconds/)
 })
