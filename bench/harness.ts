@@ -3,6 +3,7 @@
 // same run. The machine is shared and noisy, so only ratios from one run mean anything.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { LoadResult, LoadSpec } from './load.js'
@@ -61,6 +62,21 @@ export async function start (script: string, env: Record<string, string> = {}): 
       running.delete(child)
     }
   }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+export function cpuSeconds (pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100 // utime + stime, in clock ticks of 10 ms
+}
+
+/** Runs a load and also reports the server's CPU time per request (robust to a noisy machine). */
+export async function measure (server: Running, spec: Partial<LoadSpec> & Pick<LoadSpec, 'url' | 'body'>): Promise<LoadResult & { cpuUsPerRequest: number }> {
+  const before = cpuSeconds(server.child.pid as number)
+  const result = await load(spec)
+  const used = cpuSeconds(server.child.pid as number) - before
+  return { ...result, cpuUsPerRequest: (used * 1e6) / Math.max(1, result.total) }
 }
 
 /** Runs one load in a separate process and returns its figures. */

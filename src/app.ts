@@ -136,7 +136,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.decorate('arbiter', { config, registry, lifecycle, admission, metrics })
   app.addHook('onClose', async () => { await registry.close() })
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks run on every request, so they are plain callbacks (no promise per hook).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     const url = request.url
     const isApi = url.startsWith('/v1/')
@@ -146,20 +147,26 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       } catch (error) {
         metrics.rejected('unauthorized')
         reply.header('www-authenticate', 'Bearer realm="arbiter"')
-        throw error
+        done(error as Error)
+        return
       }
     }
     // While draining, every answer closes its connection, so clients stop reusing sockets that
     // are about to go away and open their next one elsewhere.
-    if (lifecycle.draining) reply.header('connection', 'close')
-    if (lifecycle.draining && isApi) {
-      metrics.rejected('shutting_down')
-      throw new ArbiterError('ARB_SHUTTING_DOWN', 'this instance is shutting down; retry on another replica', { retryAfter: 1 })
+    if (lifecycle.draining) {
+      reply.header('connection', 'close')
+      if (isApi) {
+        metrics.rejected('shutting_down')
+        done(new ArbiterError('ARB_SHUTTING_DOWN', 'this instance is shutting down; retry on another replica', { retryAfter: 1 }))
+        return
+      }
     }
+    done()
   })
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.response(request.routeOptions.url ?? 'unmatched', reply.statusCode)
+    done()
   })
 
   // Event-loop lag and heap limits shed verification work with a 503; health, readiness and
@@ -174,10 +181,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     }
   })
 
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     if (request.body !== undefined && exceedsDepth(request.body, config.maxDepth)) {
-      throw new ArbiterError('ARB_BAD_REQUEST', `body nests deeper than ${config.maxDepth} levels (ARBITER_MAX_DEPTH)`)
+      done(new ArbiterError('ARB_BAD_REQUEST', `body nests deeper than ${config.maxDepth} levels (ARBITER_MAX_DEPTH)`))
+      return
     }
+    done()
   })
 
   app.setErrorHandler(async (error, request, reply) => {

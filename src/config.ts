@@ -175,11 +175,22 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
     if (raw !== undefined) config[key] = setting.parse(raw, setting.env)
   }
   for (const name of Object.keys(env)) {
-    if (name.startsWith('ARBITER_') && !known.has(name)) {
+    if (name.startsWith('ARBITER_') && !known.has(name) && !isServiceLink(name, env)) {
       throw new ConfigError(name, `is not an Arbiter setting (known: ${[...known].filter((n) => n.startsWith('ARBITER_')).join(', ')})`)
     }
   }
   return config as unknown as Config
+}
+
+/**
+ * Kubernetes injects `<SERVICE>_SERVICE_HOST`, `<SERVICE>_PORT_80_TCP…` and `<SERVICE>_PORT` for
+ * every Service in the namespace (enableServiceLinks), so a Service named `arbiter` or
+ * `arbiter-metrics` would otherwise stop the pod as "unknown setting". Such a name is only
+ * skipped when its `_SERVICE_HOST` sibling is there too, so a typo is still caught.
+ */
+function isServiceLink (name: string, env: Record<string, string | undefined>): boolean {
+  const match = /^(ARBITER(?:_[A-Z0-9]+)*?)_(SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT(?:_\d+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?)?)$/.exec(name)
+  return match !== null && env[`${match[1]}_SERVICE_HOST`] !== undefined
 }
 
 /** A config for tests and embedding: defaults, quiet logs, plus overrides. */

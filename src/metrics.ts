@@ -26,13 +26,34 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry })
   }
 
+  // Labelled children are looked up once per label set: prom-client hashes labels on every
+  // call otherwise, and this runs once per verification.
+  readonly #children = new Map<string, { count: { inc: () => void }, duration: { observe: (value: number) => void } }>()
+
   verification = (event: VerificationEvent): void => {
-    this.#verifications.inc({ kind: event.kind, outcome: event.outcome, code: event.code ?? '' })
-    this.#duration.observe({ kind: event.kind }, event.durationMs / 1000)
+    const key = `${event.kind}|${event.outcome}|${event.code ?? ''}`
+    let child = this.#children.get(key)
+    if (child === undefined) {
+      child = {
+        count: this.#verifications.labels(event.kind, event.outcome, event.code ?? ''),
+        duration: this.#duration.labels(event.kind)
+      }
+      this.#children.set(key, child)
+    }
+    child.count.inc()
+    child.duration.observe(event.durationMs / 1000)
   }
 
+  readonly #responseChildren = new Map<string, { inc: () => void }>()
+
   response (route: string, status: number): void {
-    this.#responses.inc({ route, status: String(status) })
+    const key = `${route}|${status}`
+    let child = this.#responseChildren.get(key)
+    if (child === undefined) {
+      child = this.#responses.labels(route, String(status))
+      this.#responseChildren.set(key, child)
+    }
+    child.inc()
   }
 
   rejected (reason: 'overloaded' | 'shutting_down' | 'unauthorized'): void {

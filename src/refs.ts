@@ -36,8 +36,17 @@ const FORMS: Record<VerifierKind, { parse: (ref: string) => unknown, form: strin
   rubric: { parse: parseRubricRef, form: 'owner/name or owner/name@N, e.g. alice/arithmetic-correctness@2' }
 }
 
+// A training run sends the same few refs thousands of times: remember the good ones.
+const MAX_REMEMBERED_REFS = 10_000
+const knownGood = new Set<string>()
+
 /** Why `ref` is not a valid ref for `kind`, or undefined when it is. */
 export function refProblem (kind: VerifierKind, ref: string): string | undefined {
+  const key = `${kind} ${ref}`
+  if (knownGood.has(key)) return undefined
   const { parse, form } = FORMS[kind]
-  return parse(ref) === undefined ? `manifest.verifier.ref must be ${form} for kind "${kind}"` : undefined
+  if (parse(ref) === undefined) return `manifest.verifier.ref must be ${form} for kind "${kind}"`
+  if (knownGood.size >= MAX_REMEMBERED_REFS) knownGood.clear()
+  knownGood.add(key)
+  return undefined
 }

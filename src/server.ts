@@ -11,6 +11,16 @@ import { createLogger } from './logger.js'
 
 const DRAIN_POLL_MS = 50
 
+/** pino-pretty is a dev dependency: a production image on a terminal logs JSON instead. */
+function canResolve (specifier: string): boolean {
+  try {
+    import.meta.resolve(specifier)
+    return true
+  } catch {
+    return false
+  }
+}
+
 function readConfig (): Config {
   try {
     return loadConfig(process.env)
@@ -25,7 +35,10 @@ function readConfig (): Config {
 
 async function main (): Promise<void> {
   const config = readConfig()
-  const logger = createLogger(config.logLevel, { pretty: process.stdout.isTTY === true })
+  const logger = createLogger(config.logLevel, { pretty: process.stdout.isTTY === true && canResolve('pino-pretty') })
+  if (process.env.ARBITER_API_TOKENS !== undefined && config.apiTokens.length === 0 && config.apiTokensFile === undefined) {
+    logger.warn('ARBITER_API_TOKENS is set but holds no token: authentication is OFF')
+  }
   let app
   try {
     app = await buildApp(config, { logger })

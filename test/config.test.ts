@@ -59,6 +59,23 @@ t.test('an unknown ARBITER_ variable is refused (a typo would otherwise be silen
   t.doesNotThrow(() => loadConfig({ PATH: '/usr/bin', HOME: '/root' }), 'other variables are none of our business')
 })
 
+t.test('Kubernetes service-link variables are not mistaken for settings', async (t) => {
+  const links = {
+    ARBITER_SERVICE_HOST: '10.0.0.7',
+    ARBITER_SERVICE_PORT: '80',
+    ARBITER_SERVICE_PORT_HTTP: '80',
+    ARBITER_PORT: 'tcp://10.0.0.7:80',
+    ARBITER_PORT_80_TCP: 'tcp://10.0.0.7:80',
+    ARBITER_PORT_80_TCP_PROTO: 'tcp',
+    ARBITER_PORT_80_TCP_PORT: '80',
+    ARBITER_PORT_80_TCP_ADDR: '10.0.0.7',
+    ARBITER_METRICS_SERVICE_HOST: '10.0.0.8',
+    ARBITER_METRICS_PORT_9090_TCP: 'tcp://10.0.0.8:9090'
+  }
+  t.doesNotThrow(() => loadConfig(links))
+  t.throws(() => loadConfig({ ARBITER_PORT: '9000' }), /ARBITER_PORT: is not an Arbiter setting/, 'without its _SERVICE_HOST sibling it is a typo')
+})
+
 t.test('every setting has a documented ARBITER_ name, or is one of HOST, PORT, LOG_LEVEL', async (t) => {
   for (const setting of Object.values(SETTINGS)) {
     t.ok(setting.env.startsWith('ARBITER_') || ['HOST', 'PORT', 'LOG_LEVEL'].includes(setting.env), setting.env)
