@@ -3,8 +3,6 @@
 // naming the rubric when the judge's answer is unusable.
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { configWith } from '../../src/config.js'
-import { createRubricKind } from '../../src/kinds/rubric/index.js'
 import { buildTestApp, verifyBody } from '../helpers/build-app.js'
 import { startFakeJudge, type FakeJudge } from '../helpers/fake-judge.js'
 
@@ -20,12 +18,9 @@ const GOOD = JSON.stringify({
   confidence: 0.95
 })
 
+/** The app as src/app.ts wires it: the rubric kind comes from the config alone. */
 async function appWithJudge (t: Parameters<typeof buildTestApp>[0], judge: FakeJudge) {
-  const config = configWith({ rubricsDir: EXAMPLES, judgeBaseUrl: judge.url, judgeApiKey: API_KEY, judgeModel: 'route-judge', judgeCacheSize: 0 })
-  const built = await buildTestApp(t, config, {
-    kinds: [await createRubricKind({ ...config, log: { debug () {}, info () {}, warn () {}, error () {} } })]
-  })
-  return built
+  return await buildTestApp(t, { rubricsDir: EXAMPLES, judgeBaseUrl: judge.url, judgeApiKey: API_KEY, judgeModel: 'route-judge', judgeCacheSize: 0 })
 }
 
 t.test('200: the RubricJudgeResult with provenance survives serialization', async (t) => {
@@ -80,6 +75,26 @@ t.test('502: an unusable judge answer names the rubric, never a reward', async (
   t.equal(body.retryable, false)
   t.match(body.message, /alice\/arithmetic-correctness@1: the judge's answer was unusable after one re-ask/)
   t.notOk('reward' in body)
+  t.match(body.details, { problem: /dimension_scores must be an array/, raw: '{"score": 1}' }, 'the judge\'s raw text, cut short')
   t.type(body.requestId, 'string')
   t.equal(judge.requests.length, 2)
+})
+
+t.test('GET /v1/verifiers lists the rubrics and the judge, never the key', async (t) => {
+  const judge = await startFakeJudge([])
+  t.teardown(judge.close)
+  const { app } = await appWithJudge(t, judge)
+  const response = await app.inject({ method: 'GET', url: '/v1/verifiers' })
+  t.equal(response.statusCode, 200)
+  const rubric = response.json().kinds.rubric
+  t.match(rubric, {
+    available: true,
+    rubrics: [
+      { ref: 'alice/arithmetic-correctness', latest: 1, versions: [{ version: 1, format: 'yaml', content_hash: /^sha256:/ }] },
+      { ref: 'alice/helpful-explanation', latest: 1, versions: [{ version: 1, format: 'markdown' }] }
+    ],
+    invalid: [],
+    judge: { configured: true, model: 'route-judge', api_key_set: true }
+  })
+  t.notOk(response.body.includes(API_KEY))
 })

@@ -1,0 +1,225 @@
+// The `rubric` kind: resolve a versioned rubric from the store, have an OpenAI-compatible judge
+// score the flattened trajectory against its dimensions, check the answer, and compute score
+// and verdict here. Any failure on the way is a VerificationError (502) naming the rubric ref;
+// nothing here ever answers a 0 in place of a verdict.
+import { createHash } from 'node:crypto'
+import type { Config } from '../../config.js'
+import { ArbiterError, VerificationError, snippet } from '../../errors.js'
+import type { KindHandler, Log, VerificationContext } from '../../registry.js'
+import { flattenTrajectory } from '../../trajectory.js'
+import type { RubricJudgeResult } from '../../../schemas/result.js'
+import { LruTtlCache } from './cache.js'
+import { JudgeClient, type Completion, type JudgeUsage } from './judge.js'
+import { answerSchema, buildMessages, drawBoundary, reaskMessages, truncateMiddle, type ChatMessage } from './prompt.js'
+import type { Rubric } from './rubric.js'
+import { RubricStore } from './store.js'
+import { aggregate, checkAnswer, score, type Aggregate, type JudgeAnswer } from './verdict.js'
+
+export { RubricStore } from './store.js'
+export { LruTtlCache } from './cache.js'
+
+export type RubricKindOptions = Pick<Config,
+  'rubricsDir' | 'judgeBaseUrl' | 'judgeApiKey' | 'judgeModel' | 'judgeTimeoutS' | 'judgeConcurrency' |
+  'judgeResponseFormat' | 'judgeMaxChars' | 'judgeCacheSize' | 'judgeCacheTtlS'> & {
+  log: Log
+  /** Tests: first retry backoff when the judge sends no Retry-After (default 250 ms). */
+  judgeRetryBaseMs?: number
+  /** Tests: the cache clock. */
+  now?: () => number
+  /** Largest judge answer read (default 8 MiB); larger is ARB_JUDGE_UNUSABLE. */
+  judgeMaxResponseBytes?: number
+}
+
+/** What a successful judgement leaves in the cache: enough to rebuild the result exactly. */
+interface Judged {
+  aggregate: Aggregate
+  models: string[]
+  usage: JudgeUsage
+  calls: number
+  reasks: number
+}
+
+function addUsage (into: JudgeUsage, more: JudgeUsage): void {
+  into.prompt_tokens += more.prompt_tokens
+  into.completion_tokens += more.completion_tokens
+  into.total_tokens += more.total_tokens
+}
+
+function textOf (value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined
+  const text = flattenTrajectory(value)
+  return text.trim() === '' ? undefined : text
+}
+
+export async function createRubricKind (options: RubricKindOptions): Promise<KindHandler> {
+  const log = options.log
+  const store = await RubricStore.open(options.rubricsDir, log)
+  const judge = options.judgeBaseUrl === undefined
+    ? undefined
+    : new JudgeClient({
+      baseUrl: options.judgeBaseUrl,
+      apiKey: options.judgeApiKey,
+      concurrency: options.judgeConcurrency,
+      log,
+      retryBaseMs: options.judgeRetryBaseMs,
+      maxResponseBytes: options.judgeMaxResponseBytes
+    })
+  const cache = new LruTtlCache<Judged>({ max: options.judgeCacheSize, ttlMs: options.judgeCacheTtlS * 1000, now: options.now })
+
+  // Rubric objects are immutable snapshot members: their answer schema is built once.
+  const schemas = new WeakMap<Rubric, Record<string, unknown>>()
+  const schemaOf = (rubric: Rubric): Record<string, unknown> => {
+    let schema = schemas.get(rubric)
+    if (schema === undefined) schemas.set(rubric, schema = answerSchema(rubric))
+    return schema
+  }
+
+  const fail = (code: ConstructorParameters<typeof VerificationError>[0], ref: string, message: string, extra: ConstructorParameters<typeof VerificationError>[3] = {}): VerificationError =>
+    new VerificationError(code, { kind: 'rubric', ref }, message, extra)
+
+  /** One judge answer for the rubric: a call, and one re-ask with the problem if it is unusable. */
+  async function judgeOnce (rubric: Rubric, ref: string, body: Record<string, unknown>, messages: ChatMessage[], signal: AbortSignal, deadline: number, judged: Judged): Promise<JudgeAnswer> {
+    const client = judge as JudgeClient
+    let conversation = messages
+    let problem = ''
+    let content = ''
+    for (let round = 0; round < 2; round++) {
+      let completion: Completion
+      try {
+        completion = await client.complete({ ...body, messages: conversation }, signal, deadline)
+      } catch (error) {
+        /* c8 ignore next -- the client only throws ArbiterErrors; anything else is a bug the registry reports */
+        if (!(error instanceof ArbiterError)) throw error
+        throw fail(error.code, ref, `rubric ${rubric.ref}: ${error.message}`, { cause: error, retryable: error.retryable, details: error.details })
+      }
+      judged.calls++
+      addUsage(judged.usage, completion.usage)
+      if (completion.model !== undefined && !judged.models.includes(completion.model)) judged.models.push(completion.model)
+      if (completion.refusal !== undefined || completion.finishReason === 'content_filter') {
+        const said = completion.refusal ?? completion.content
+        throw fail('ARB_JUDGE_REFUSED', ref, `rubric ${rubric.ref}: the judge refused to score${said === '' ? '' : `: ${client.redact(said, 200)}`}`,
+          { details: { raw: client.redact(said === '' ? `finish_reason=${completion.finishReason}` : said) } })
+      }
+      content = completion.content
+      const checked = checkAnswer(content, rubric)
+      if (checked.ok) return checked.answer
+      problem = client.redact(checked.problem, 1000) // it quotes the judge, which might echo the key
+      log.warn({ rubric: rubric.ref, round, problem: snippet(problem, 300) }, 'judge answer unusable')
+      if (round === 0) {
+        judged.reasks++
+        conversation = reaskMessages(messages, content, problem)
+      }
+    }
+    throw fail('ARB_JUDGE_UNUSABLE', ref, `rubric ${rubric.ref}: the judge's answer was unusable after one re-ask: ${snippet(problem, 300)}`,
+      { details: { problem: snippet(problem, 1000), raw: client.redact(content) } })
+  }
+
+  async function verify (context: VerificationContext): Promise<RubricJudgeResult> {
+    const ref = context.manifest.verifier.ref
+    const rubric = store.resolve(ref)
+    const reference = textOf(context.task.reference)
+    if (rubric.requiresReference && reference === undefined) {
+      throw fail('ARB_RUBRIC_REFERENCE_REQUIRED', ref, `rubric ${rubric.ref} requires task.reference and the task has none`)
+    }
+    const model = rubric.judge.model ?? options.judgeModel
+    if (judge === undefined || model === undefined) {
+      const missing = judge === undefined ? 'ARBITER_JUDGE_BASE_URL' : 'ARBITER_JUDGE_MODEL'
+      throw fail('ARB_JUDGE_NOT_CONFIGURED', ref, `rubric ${rubric.ref} needs a judge and none is configured (set ${missing})`)
+    }
+    const temperature = rubric.judge.temperature ?? 0
+    const samples = rubric.judge.samples ?? 1
+    const passThreshold = context.manifest.verifier.pass_threshold ?? rubric.passThreshold
+    const taskPrompt = textOf(context.task.prompt)
+    const trajectory = truncateMiddle(flattenTrajectory(context.trajectory), options.judgeMaxChars)
+
+    const provenance = (judged: Judged): RubricJudgeResult['verifier'] => ({
+      kind: 'rubric',
+      ref,
+      rubric: rubric.ref,
+      version: rubric.version,
+      content_hash: rubric.contentHash,
+      judge_model: judged.models.length === 1 ? judged.models[0] : judged.models.length === 0 ? model : judged.models.join(','),
+      judge_model_requested: model,
+      temperature,
+      samples,
+      response_format: options.judgeResponseFormat,
+      judge_calls: judged.calls,
+      reasks: judged.reasks,
+      usage: { ...judged.usage },
+      disagreement: judged.aggregate.disagreement
+    })
+    const result = (judged: Judged, cached: boolean): RubricJudgeResult => {
+      const scored = score(judged.aggregate, rubric, passThreshold)
+      return {
+        reward: scored.score,
+        score: scored.score,
+        verdict: scored.verdict,
+        confidence: judged.aggregate.confidence,
+        evidence: [...judged.aggregate.evidence], // copies: the cached entry must not be shared
+        failed_criteria: scored.failed_criteria,
+        dimension_scores: scored.dimension_scores,
+        truncated: trajectory.truncated,
+        cached,
+        verifier: provenance(judged)
+      }
+    }
+
+    const key = cache.enabled
+      ? createHash('sha256').update(JSON.stringify([rubric.contentHash, options.judgeBaseUrl, model, temperature, samples, options.judgeResponseFormat, options.judgeMaxChars, taskPrompt ?? null, reference ?? null, trajectory.text])).digest('hex')
+      : ''
+    const hit = cache.enabled ? cache.get(key) : undefined
+    if (hit !== undefined) return result(hit, true)
+
+    const messages = buildMessages({ rubric, taskPrompt, reference, trajectory: trajectory.text, boundary: drawBoundary([taskPrompt ?? '', reference ?? '', trajectory.text]) })
+    const body: Record<string, unknown> = {
+      model,
+      temperature,
+      response_format: options.judgeResponseFormat === 'json_schema'
+        ? { type: 'json_schema', json_schema: { name: 'rubric_verdict', strict: true, schema: schemaOf(rubric) } }
+        : { type: 'json_object' }
+    }
+    // One controller for the whole verification: the deadline aborts it, and so does the first
+    // failing sample (the others stop). Cheaper than AbortSignal.any, which is slow on Node 20.
+    const deadline = Date.now() + context.timeoutMs
+    const stop = new AbortController()
+    const signal = stop.signal
+    const timer = setTimeout(() => { stop.abort(new DOMException('the judge deadline passed', 'TimeoutError')) }, context.timeoutMs)
+    timer.unref()
+    const judged: Judged = { aggregate: { dimensions: {}, confidence: 0, evidence: [], disagreement: 0 }, models: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, calls: 0, reasks: 0 }
+    let answers: JudgeAnswer[]
+    try {
+      answers = await Promise.all(Array.from({ length: samples }, async () => await judgeOnce(rubric, ref, body, messages, signal, deadline, judged)))
+    } catch (error) {
+      stop.abort(error) // the other samples stop: one failed sample fails the verification
+      throw error
+    } finally {
+      clearTimeout(timer)
+    }
+    judged.aggregate = aggregate(answers, rubric)
+    cache.set(key, judged)
+    return result(judged, false)
+  }
+
+  return {
+    kind: 'rubric',
+    defaultTimeoutS: options.judgeTimeoutS,
+    verify,
+    describe: () => ({
+      ...store.describe(),
+      judge: {
+        configured: judge !== undefined && options.judgeModel !== undefined,
+        base_url: options.judgeBaseUrl === undefined ? undefined : (() => { const url = new URL(options.judgeBaseUrl); return `${url.protocol}//${url.host}${url.pathname}` })(),
+        model: options.judgeModel,
+        api_key_set: options.judgeApiKey !== undefined,
+        response_format: options.judgeResponseFormat,
+        timeout_s: options.judgeTimeoutS,
+        concurrency: options.judgeConcurrency,
+        max_chars: options.judgeMaxChars
+      },
+      cache: { enabled: cache.enabled, entries: cache.size, max: options.judgeCacheSize, ttl_s: options.judgeCacheTtlS }
+    }),
+    notReadyReason: () => store.storeError,
+    reload: async () => { await store.reload() },
+    close: async () => { await judge?.close() }
+  }
+}
