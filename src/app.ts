@@ -100,7 +100,8 @@ export async function createRegistry (config: Config, log: Log, telemetry: Telem
       judgeMaxChars: config.judgeMaxChars,
       judgeCacheSize: config.judgeCacheSize,
       judgeCacheTtlS: config.judgeCacheTtlS,
-      log
+      log,
+      telemetry
     }))
   }
   return registry

@@ -32,3 +32,22 @@ t.test('verifications by kind, outcome and code; durations; retries; in flight; 
   t.match(text, /process_cpu_user_seconds_total/)
   t.match(text, /nodejs_eventloop_lag_seconds/)
 })
+
+t.test('judge calls, tokens and cache hits are counted', async (t) => {
+  const { startFakeJudge } = await import('../helpers/fake-judge.js')
+  const judge = await startFakeJudge(() => ({
+    content: JSON.stringify({ dimension_scores: [{ dimension: 'correctness', reason: 'right', unmet_criteria: [], score: 1 }, { dimension: 'working', reason: 'shown', unmet_criteria: [], score: 1 }], evidence: ['4'], confidence: 0.9 }),
+    usage: { prompt_tokens: 300, completion_tokens: 40, total_tokens: 340 }
+  }))
+  t.teardown(() => judge.close())
+  const { app } = await buildTestApp(t, { judgeBaseUrl: judge.url, judgeModel: 'fake-judge-1' })
+  const payload = verifyBody('rubric', 'alice/arithmetic-correctness')
+  t.equal((await app.inject({ method: 'POST', url: '/v1/verify', payload })).statusCode, 200)
+  t.equal((await app.inject({ method: 'POST', url: '/v1/verify', payload })).json().cached, true)
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  t.equal(sample(text, 'arbiter_judge_calls_total', 'outcome="ok"'), 1)
+  t.equal(sample(text, 'arbiter_judge_tokens_total', 'type="prompt"'), 300)
+  t.equal(sample(text, 'arbiter_judge_tokens_total', 'type="completion"'), 40)
+  t.equal(sample(text, 'arbiter_judge_cache_hits_total', ''), 1)
+  t.equal(sample(text, 'arbiter_verifications_total', 'kind="rubric",outcome="ok",code=""'), 2)
+})

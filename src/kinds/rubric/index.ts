@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import type { Config } from '../../config.js'
 import { ArbiterError, VerificationError, snippet } from '../../errors.js'
-import type { KindHandler, Log, VerificationContext } from '../../registry.js'
+import { noTelemetry, type KindHandler, type Log, type Telemetry, type VerificationContext } from '../../registry.js'
 import { flattenTrajectory } from '../../trajectory.js'
 import type { RubricJudgeResult } from '../../../schemas/result.js'
 import { LruTtlCache } from './cache.js'
@@ -22,6 +22,8 @@ export type RubricKindOptions = Pick<Config,
   'rubricsDir' | 'judgeBaseUrl' | 'judgeApiKey' | 'judgeModel' | 'judgeTimeoutS' | 'judgeConcurrency' |
   'judgeResponseFormat' | 'judgeMaxChars' | 'judgeCacheSize' | 'judgeCacheTtlS'> & {
   log: Log
+  /** Counts judge calls, tokens and cache hits for /metrics. */
+  telemetry?: Telemetry
   /** Tests: first retry backoff when the judge sends no Retry-After (default 250 ms). */
   judgeRetryBaseMs?: number
   /** Tests: the cache clock. */
@@ -53,6 +55,7 @@ function textOf (value: unknown): string | undefined {
 
 export async function createRubricKind (options: RubricKindOptions): Promise<KindHandler> {
   const log = options.log
+  const telemetry = options.telemetry ?? noTelemetry
   const store = await RubricStore.open(options.rubricsDir, log)
   const judge = options.judgeBaseUrl === undefined
     ? undefined
@@ -88,12 +91,15 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       try {
         completion = await client.complete({ ...body, messages: conversation }, signal, deadline)
       } catch (error) {
+        telemetry({ type: 'judge_call', outcome: error instanceof ArbiterError ? error.code : 'error' })
         /* c8 ignore next -- the client only throws ArbiterErrors; anything else is a bug the registry reports */
         if (!(error instanceof ArbiterError)) throw error
         throw fail(error.code, ref, `rubric ${rubric.ref}: ${error.message}`, { cause: error, retryable: error.retryable, details: error.details })
       }
       judged.calls++
       addUsage(judged.usage, completion.usage)
+      telemetry({ type: 'judge_call', outcome: 'ok' })
+      telemetry({ type: 'judge_tokens', prompt: completion.usage.prompt_tokens, completion: completion.usage.completion_tokens })
       if (completion.model !== undefined && !judged.models.includes(completion.model)) judged.models.push(completion.model)
       if (completion.refusal !== undefined || completion.finishReason === 'content_filter') {
         const said = completion.refusal ?? completion.content
@@ -168,7 +174,10 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       ? createHash('sha256').update(JSON.stringify([rubric.contentHash, options.judgeBaseUrl, model, temperature, samples, options.judgeResponseFormat, options.judgeMaxChars, taskPrompt ?? null, reference ?? null, trajectory.text])).digest('hex')
       : ''
     const hit = cache.enabled ? cache.get(key) : undefined
-    if (hit !== undefined) return result(hit, true)
+    if (hit !== undefined) {
+      telemetry({ type: 'judge_cache_hit' })
+      return result(hit, true)
+    }
 
     const messages = buildMessages({ rubric, taskPrompt, reference, trajectory: trajectory.text, boundary: drawBoundary([taskPrompt ?? '', reference ?? '', trajectory.text]) })
     const body: Record<string, unknown> = {
