@@ -1,0 +1,142 @@
+// Issue 3's benchmark: the plugin kind through POST /v1/verify at 50 connections, a trivial
+// Python plugin (examples/plugins/arithmetic, the seed's verify.py) and a trivial JavaScript
+// plugin (examples/plugins/exact-match-js), against the bare-Fastify baseline measured in the
+// same run, and against spawning a fresh python3 per call.
+// Goals: each runtime >= 0.6 of the baseline's req/s; >= 100x spawn-per-call.
+//
+//   npm run build && node dist/bench/plugin.js        (BENCH_SECONDS=8 by default)
+//
+// When src/app.ts does not register the plugin kind yet, this file serves Arbiter itself
+// (buildApp with the plugin kind given, `BENCH_PLUGIN_SERVE=1`), so the figures are still the
+// whole HTTP path: validation, registry, worker round trip, serialization.
+import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { availableParallelism } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { BASELINE_JS, SERVER_JS, goal, load, report, start, type Running } from './harness.js'
+
+const HERE = fileURLToPath(import.meta.url)
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const EXAMPLES = `${ROOT}examples/plugins`
+
+if (process.env.BENCH_PLUGIN_SERVE === '1') {
+  const { buildApp } = await import('../src/app.js')
+  const { loadConfig } = await import('../src/config.js')
+  const { createLogger } = await import('../src/logger.js')
+  const { createPluginKind } = await import('../src/kinds/plugin/index.js')
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('ARBITER_') || ['HOST', 'PORT', 'LOG_LEVEL'].includes(name)))
+  const config = loadConfig(env)
+  const logger = createLogger(config.logLevel)
+  const plugin = process.env.BENCH_PLUGIN_NOOP === '1'
+    // The HTTP path with a kind that answers at once: the ceiling any kind can reach here.
+    ? { kind: 'plugin' as const, defaultTimeoutS: 60, describe: () => ({}), verify: async () => ({ reward: 1, success: true, message: '', output: '', verifier: { kind: 'plugin', ref: 'noop' } }) }
+    : await createPluginKind({
+      pluginsDir: config.pluginsDir, lockFile: config.pluginsLock, python: config.python, workers: config.pluginWorkers,
+      memoryMb: config.pluginMemoryMb, idleS: config.pluginIdleS, maxCalls: config.pluginMaxCalls, log: logger
+    })
+  const app = await buildApp(config, { logger, kinds: [plugin] })
+  await app.listen({ host: config.host, port: config.port })
+  app.arbiter.lifecycle.markReady()
+  process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
+} else {
+  await main()
+}
+
+function payload (name: string, ref: string, task: unknown, trajectory: unknown): string {
+  return JSON.stringify({ manifest: { name, version: '1.0.0', verifier: { kind: 'plugin', ref } }, task, trajectory })
+}
+
+/** Fresh interpreter per call: start python, import verify.py, score once, exit. */
+async function spawnPerCall (python: string, seconds: number, concurrency: number): Promise<number> {
+  const script = 'import json,sys; sys.path.insert(0, sys.argv[1]); from verify import score_arithmetic; ' +
+    'print(json.dumps(score_arithmetic(json.loads(sys.argv[2]), sys.argv[3])))'
+  const args = ['-c', script, `${EXAMPLES}/arithmetic`, JSON.stringify({ reference: '4' }), 'The answer is 4']
+  const until = Date.now() + seconds * 1000
+  let done = 0
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (Date.now() < until) {
+      const child = spawn(python, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
+      const [code] = await once(child, 'exit') as [number | null]
+      if (code !== 0 || out.trim() !== '1.0') throw new Error(`spawned python answered ${JSON.stringify(out)} (exit ${code})`)
+      done++
+    }
+  }))
+  return done / seconds
+}
+
+async function servesPlugins (server: Running): Promise<boolean> {
+  const answer = await fetch(`${server.url}/v1/verify`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: payload('arithmetic', 'verify:score_arithmetic', { reference: '4' }, '4')
+  })
+  return answer.status === 200
+}
+
+async function main (): Promise<void> {
+  const connections = 50
+  const seconds = Number(process.env.BENCH_SECONDS ?? 8)
+  // ARBITER_PLUGIN_WORKERS, when set, is passed on to the server (default: the number of cores).
+  const serverEnv: Record<string, string> = { LOG_LEVEL: 'info' }
+  if (process.env.ARBITER_PLUGIN_WORKERS !== undefined) serverEnv.ARBITER_PLUGIN_WORKERS = process.env.ARBITER_PLUGIN_WORKERS
+  const baseline = await start(BASELINE_JS)
+  let arbiter = await start(SERVER_JS, serverEnv)
+  let how = 'src/server.js'
+  if (!(await servesPlugins(arbiter))) {
+    await arbiter.stop()
+    arbiter = await start(HERE, { ...serverEnv, BENCH_PLUGIN_SERVE: '1' })
+    how = 'buildApp + createPluginKind (server.ts does not wire the plugin kind yet)'
+  }
+  console.log(`arbiter served by ${how}; ${availableParallelism()} cores; plugin workers per plugin: ${serverEnv.ARBITER_PLUGIN_WORKERS ?? 'default (cores)'}`)
+
+  const python = payload('arithmetic', 'verify:score_arithmetic', { prompt: 'What is 2+2?', reference: '4' }, 'The answer is 4')
+  const js = payload('exact-match-js', 'verify:exactMatch', { prompt: 'What is 2+2?', reference: '4' }, 'The answer is 4')
+  // The same HTTP path with a kind that answers at once, to tell the HTTP layer's share of the
+  // cost from the worker round trip's.
+  const noop = await start(HERE, { LOG_LEVEL: 'info', BENCH_PLUGIN_SERVE: '1', BENCH_PLUGIN_NOOP: '1' })
+  const targets = [
+    { name: 'baseline: bare Fastify POST (same schema)', url: `${baseline.url}/v1/verify`, body: python },
+    { name: 'arbiter /v1/verify plugin, python', url: `${arbiter.url}/v1/verify`, body: python },
+    { name: 'arbiter /v1/verify plugin, node', url: `${arbiter.url}/v1/verify`, body: js },
+    { name: 'arbiter /v1/verify, a kind answering at once', url: `${noop.url}/v1/verify`, body: python }
+  ]
+  // Warm-up: start the workers, import the plugins, JIT the paths.
+  for (const target of targets) await load({ url: target.url, body: target.body, connections, durationS: 2 })
+  // The machine is shared: interleave the targets over several rounds and keep each one's
+  // median, so a burst of someone else's load does not land on one target only.
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+  const samples = new Map<string, Awaited<ReturnType<typeof load>>[]>(targets.map((target) => [target.name, []]))
+  for (let round = 0; round < rounds; round++) {
+    for (const target of targets) {
+      samples.get(target.name)?.push(await load({ url: target.url, body: target.body, connections, durationS: seconds, latencyS: round === 0 ? 2 : 0 }))
+    }
+  }
+  const median = (results: Awaited<ReturnType<typeof load>>[]): Awaited<ReturnType<typeof load>> => {
+    const sorted = [...results].sort((a, b) => a.rps - b.rps)
+    const middle = sorted[Math.floor(sorted.length / 2)]
+    return { ...middle, p50Ms: results[0].p50Ms, p99Ms: results[0].p99Ms, errors: results.reduce((n, r) => n + r.errors, 0), non2xx: results.reduce((n, r) => n + r.non2xx, 0) }
+  }
+  const rows = targets.map((target) => ({ name: target.name, result: median(samples.get(target.name) ?? []) }))
+  await arbiter.stop()
+  await noop.stop()
+  await baseline.stop()
+  report(`plugin kind, ${connections} connections, median of ${rounds} interleaved rounds of ${seconds} s`, rows, 'baseline: bare Fastify POST (same schema)')
+  for (const target of targets) console.log(`  ${target.name}: ${(samples.get(target.name) ?? []).map((r) => r.rps.toFixed(0)).join(', ')} req/s`)
+
+  const { stdout } = await promisify(execFile)('python3', ['-c', 'import sys; print(sys.executable)'])
+  const realPython = stdout.trim()
+  const cores = availableParallelism()
+  const shimRate = await spawnPerCall('python3', Math.min(seconds, 5), cores)
+  const realRate = await spawnPerCall(realPython, Math.min(seconds, 5), cores)
+  const [base, py, node] = rows.map((row) => row.result)
+  console.log(`\nspawn a fresh python per call (${cores} at a time): python3 on PATH ${shimRate.toFixed(1)}/s, resolved ${realPython} ${realRate.toFixed(1)}/s`)
+  console.log(`python plugin / spawn-per-call (resolved): ${(py.rps / realRate).toFixed(0)}x; (PATH python3): ${(py.rps / shimRate).toFixed(0)}x`)
+  goal('python plugin req/s vs baseline', py.rps / base.rps, 0.6)
+  goal('node plugin req/s vs baseline', node.rps / base.rps, 0.6)
+  goal('python plugin vs spawn-per-call (resolved interpreter)', py.rps / realRate, 100)
+  if (rows.some((row) => row.result.errors + row.result.non2xx > 0)) {
+    console.log('errors or non-2xx answers during the run: the figures are not valid')
+    process.exitCode = 1
+  }
+}

@@ -1,0 +1,236 @@
+// The `plugin` kind: `ref` is `module:callable` inside a vetted environment plugin, selected by
+// `manifest.name`, run out of the server's process in a pool of persistent workers per plugin
+// (see pool.ts for the workers, catalog.ts for the digest gate, resolve.ts for module paths).
+import type { KindHandler, Log, VerificationContext } from '../../registry.js'
+import type { VerificationOutcome } from '../../../schemas/result.js'
+import { VerificationError, type ErrorCode, type VerifierIdentity } from '../../errors.js'
+import { parsePluginRef } from '../../refs.js'
+import { toVerifierResult } from '../../result.js'
+import { describeEntry, scanPlugins, type Catalog, type PluginEntry, type Runtime } from './catalog.js'
+import { digestFolder } from './digest.js'
+import { PluginPool } from './pool.js'
+import { resolveModule, type Resolution } from './resolve.js'
+import { resolvePython, scrubbedEnv, spawnSpec, type PythonRuntime } from './runtimes.js'
+
+export const DEFAULT_PLUGIN_TIMEOUT_S = 60
+
+export interface PluginKindOptions {
+  pluginsDir: string
+  lockFile?: string
+  /** ARBITER_PYTHON; default: `python3` on PATH, resolved once to the real binary. */
+  python?: string
+  /** Worker processes per plugin at most. */
+  workers: number
+  memoryMb: number
+  idleS: number
+  maxCalls: number
+  log: Log
+  /** The environment workers inherit from, before scrubbing; default process.env. */
+  env?: Record<string, string | undefined>
+}
+
+interface State {
+  catalog: Catalog
+  /** Cached module resolutions, per plugin name and module. */
+  resolutions: Map<string, Promise<Resolution>>
+}
+
+async function inferRuntime (plugin: PluginEntry): Promise<void> {
+  if (plugin.runtime !== undefined || plugin.verifier?.kind !== 'plugin') return
+  const ref = parsePluginRef(plugin.verifier.ref)
+  if (ref === undefined) return
+  const resolved = await resolveModule(plugin.path, ref.module)
+  if (resolved.ok) plugin.runtime = resolved.value.runtime
+}
+
+export async function createPluginKind (options: PluginKindOptions): Promise<KindHandler> {
+  const log = options.log
+  const env = scrubbedEnv(options.env ?? process.env)
+  const pythonCommand = options.python ?? 'python3'
+
+  const load = async (): Promise<State> => {
+    const catalog = await scanPlugins(options.pluginsDir, options.lockFile)
+    await Promise.all(catalog.plugins.filter((p) => p.status === 'vetted').map(inferRuntime))
+    for (const plugin of catalog.plugins) {
+      if (plugin.status === 'refused') log.warn({ folder: plugin.folder, name: plugin.name, reason: plugin.reason }, 'environment plugin refused')
+      else log.info({ name: plugin.name, version: plugin.version, runtime: plugin.runtime, digest: plugin.digest }, 'environment plugin vetted')
+    }
+    return { catalog, resolutions: new Map() }
+  }
+
+  let python: PythonRuntime | undefined
+  let pythonProblem: string | undefined
+  const [initial] = await Promise.all([
+    load(),
+    resolvePython(pythonCommand).then((found) => { python = found }, (error: Error) => { pythonProblem = error.message })
+  ])
+  let state = initial
+  if (pythonProblem !== undefined) log.warn({ python: pythonCommand, reason: pythonProblem }, 'python runtime unavailable')
+
+  const pools = new Map<string, PluginPool>()
+  /** Pools of plugins a reload replaced or refused: they finish their calls, then stop. */
+  const retired = new Set<PluginPool>()
+  let closed = false
+
+  const refuse = (plugin: PluginEntry, reason: string): void => {
+    if (plugin.status === 'refused') return
+    plugin.status = 'refused'
+    plugin.reason = reason
+    if (plugin.name !== undefined && state.catalog.byName.get(plugin.name) === plugin) {
+      state.catalog.byName.delete(plugin.name)
+      state.catalog.refusedByName.set(plugin.name, plugin)
+    }
+    log.error({ name: plugin.name, folder: plugin.folder, reason }, 'environment plugin refused')
+  }
+
+  const poolFor = (plugin: PluginEntry, runtime: Runtime, identity: VerifierIdentity): PluginPool => {
+    const key = `${plugin.path}\0${plugin.digest ?? ''}\0${runtime}`
+    let pool = pools.get(key)
+    if (pool !== undefined) return pool
+    if (runtime === 'python' && python === undefined) {
+      throw new VerificationError('ARB_PLUGIN_RUNTIME_UNAVAILABLE', identity, `plugin "${plugin.name}" needs Python, which is unavailable: ${pythonProblem ?? 'not resolved'}`)
+    }
+    pool = new PluginPool({
+      label: `${plugin.name ?? plugin.folder} (${runtime})`,
+      spawn: spawnSpec(runtime, { python: python?.executable, pluginPath: plugin.path, memoryMb: options.memoryMb, env }),
+      size: options.workers,
+      maxCalls: options.maxCalls,
+      log,
+      // Nothing of a plugin runs unless its files still match what was vetted.
+      beforeStart: async () => {
+        const now = await digestFolder(plugin.path)
+        if (now === plugin.digest) return undefined
+        const reason = `files changed since they were vetted (vetted ${plugin.digest ?? 'none'}, now ${now})`
+        refuse(plugin, reason)
+        return { code: 'ARB_PLUGIN_NOT_VETTED' as ErrorCode, message: `plugin "${plugin.name}" is refused: ${reason}` }
+      }
+    })
+    pools.set(key, pool)
+    return pool
+  }
+
+  const resolveCached = async (plugin: PluginEntry, module: string): Promise<Resolution> => {
+    const key = `${plugin.path}\0${module}`
+    let resolution = state.resolutions.get(key)
+    if (resolution === undefined) {
+      resolution = resolveModule(plugin.path, module, plugin.runtime)
+      state.resolutions.set(key, resolution)
+    }
+    return await resolution
+  }
+
+  const idleMs = options.idleS * 1000
+  const reaper = setInterval(() => {
+    for (const pool of pools.values()) pool.reap(idleMs)
+    for (const pool of retired) {
+      pool.reap(0)
+      if (pool.all.size === 0 && pool.queued === 0) retired.delete(pool)
+    }
+  }, Math.min(Math.max(idleMs / 2, 100), 30_000))
+  reaper.unref()
+
+  const handler: KindHandler = {
+    kind: 'plugin',
+    defaultTimeoutS: DEFAULT_PLUGIN_TIMEOUT_S,
+
+    async verify (context: VerificationContext): Promise<VerificationOutcome> {
+      const { manifest } = context
+      const ref = manifest.verifier.ref
+      const identity: VerifierIdentity = { kind: 'plugin', ref }
+      const fail = (code: ErrorCode, message: string): VerificationError => new VerificationError(code, identity, message)
+      if (closed) throw fail('ARB_SHUTTING_DOWN', 'the plugin workers are shutting down')
+      const name = manifest.name
+      if (typeof name !== 'string' || name === '') throw fail('ARB_PLUGIN_NOT_FOUND', 'manifest.name is required: it selects the environment plugin')
+      const { catalog } = state
+      const plugin = catalog.byName.get(name)
+      if (plugin === undefined) {
+        const refused = catalog.refusedByName.get(name)
+        if (refused !== undefined) throw fail('ARB_PLUGIN_NOT_VETTED', `plugin "${name}" is refused: ${refused.reason ?? 'it failed the digest gate'}`)
+        const known = [...catalog.byName.keys()].sort()
+        throw fail('ARB_PLUGIN_NOT_FOUND', `no environment plugin named "${name}" is installed (installed: ${known.length === 0 ? 'none' : known.join(', ')})`)
+      }
+      if (manifest.version !== undefined && manifest.version !== plugin.version) {
+        throw fail('ARB_PLUGIN_VERSION_MISMATCH', `manifest.version is ${manifest.version}, the installed plugin "${name}" is ${plugin.version}`)
+      }
+      if (manifest.digest !== undefined && manifest.digest !== plugin.digest) {
+        throw fail('ARB_PLUGIN_DIGEST_MISMATCH', `manifest.digest is ${manifest.digest}, the installed plugin "${name}" is ${plugin.digest}`)
+      }
+      const parsed = parsePluginRef(ref)
+      if (parsed === undefined) throw fail('ARB_PLUGIN_MODULE_NOT_FOUND', `ref "${ref}" is not module:callable with a dotted module path and a plain identifier`)
+      const resolution = await resolveCached(plugin, parsed.module)
+      if (!resolution.ok) throw fail('ARB_PLUGIN_MODULE_NOT_FOUND', `plugin "${name}": ${resolution.reason}`)
+      const { runtime, file } = resolution.value
+      const pool = poolFor(plugin, runtime, identity)
+      const verdict = await pool.call({
+        identity,
+        module: parsed.module,
+        file,
+        callable: parsed.callable,
+        task: context.task,
+        trajectory: context.trajectory,
+        timeoutMs: context.timeoutMs,
+        requestId: context.requestId
+      })
+      return toVerifierResult(verdict, {
+        kind: 'plugin',
+        ref,
+        plugin: name,
+        version: plugin.version,
+        digest: plugin.digest,
+        runtime
+      }, manifest.verifier.pass_threshold)
+    },
+
+    describe () {
+      return {
+        plugins: state.catalog.plugins.map(describeEntry),
+        python: python === undefined ? { available: false, reason: pythonProblem } : { available: true, executable: python.executable, version: python.version },
+        node: { available: true, version: process.versions.node },
+        lock: options.lockFile === undefined ? null : options.lockFile,
+        workersPerPlugin: options.workers
+      }
+    },
+
+    notReadyReason () {
+      // Python missing only matters when a vetted plugin needs it (or might: no runtime declared
+      // and none inferred from its manifest's ref); a Node-only deployment needs no Python.
+      if (python !== undefined) return undefined
+      const needing = state.catalog.plugins
+        .filter((p) => p.status === 'vetted' && (p.runtime === 'python' || p.runtime === undefined))
+        .map((p) => p.name)
+      if (needing.length === 0) return undefined
+      return `python runtime unavailable (${pythonProblem ?? 'not resolved'}), needed by plugin(s) ${needing.join(', ')}`
+    },
+
+    async reload () {
+      // All or nothing: a lock file or plugins folder that became unusable throws here and the
+      // current catalog stays in force.
+      const next = await load()
+      state = next
+      // Pools of plugins whose folder or digest is no longer vetted finish their calls and stop;
+      // the rest carry on with their warm workers.
+      const keep = new Set(next.catalog.plugins.filter((p) => p.status === 'vetted').map((p) => `${p.path}\0${p.digest ?? ''}\0`))
+      for (const [key, pool] of pools) {
+        const prefix = key.slice(0, key.lastIndexOf('\0') + 1)
+        if (!keep.has(prefix)) {
+          pools.delete(key)
+          retired.add(pool)
+          pool.retire()
+        }
+      }
+    },
+
+    async close () {
+      closed = true
+      clearInterval(reaper)
+      const all = [...pools.values(), ...retired]
+      pools.clear()
+      retired.clear()
+      await Promise.all(all.map(async (pool) => await pool.close()))
+    }
+  }
+  return handler
+}
+
+export { digestFolder } from './digest.js'
+export { scanPlugins } from './catalog.js'

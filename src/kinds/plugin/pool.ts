@@ -1,0 +1,575 @@
+// Worker processes for one plugin and one runtime: lazily started, pipelined, recycled after N
+// calls, reaped when idle, killed as a whole process group on timeout and on close.
+//
+// Dispatch: a call goes to an idle worker if there is one; else onto the least busy worker when
+// the expected wait there is tiny (PIPELINE_BUDGET_MS); else starts a new worker while the pool
+// is under its size; else is pipelined onto the least busy worker (up to MAX_PIPELINE calls
+// each); else waits in the pool's queue. A worker answers its calls one at a time, in order, each
+// answer written before the next call starts; so when a worker dies, its oldest unanswered call
+// is the one that was running (it fails: crashed, or timed out) and the calls behind it never
+// started: they go back to the pool and run on another worker, unaffected.
+import { spawn, type ChildProcess } from 'node:child_process'
+import type { Socket } from 'node:net'
+import { VerificationError, type ErrorCode, type VerifierIdentity } from '../../errors.js'
+import type { Log } from '../../registry.js'
+import type { RawVerdict } from '../../result.js'
+
+export const MAX_PIPELINE = 64
+/**
+ * Queue onto a busy worker rather than wake another one while the expected wait there (calls
+ * ahead x average call time) stays under this: for trivial verifiers one pipelined process does
+ * more per CPU than several half-idle ones; slow verifiers still spread over the pool.
+ */
+export const PIPELINE_BUDGET_MS = 0.5
+/** Plugin stdout/stderr kept per worker between two log lines; the rest is counted, not kept. */
+export const OUTPUT_CAP_BYTES = 64 * 1024
+const OUTPUT_FLUSH_MS = 200
+const EXIT_DRAIN_MS = 500
+
+/** Codes a worker may answer with; anything else from it is a protocol violation. */
+const WORKER_CODES = new Set<ErrorCode>([
+  'ARB_PLUGIN_MODULE_NOT_FOUND', 'ARB_PLUGIN_IMPORT_FAILED', 'ARB_PLUGIN_CALLABLE_NOT_FOUND',
+  'ARB_PLUGIN_NOT_CALLABLE', 'ARB_PLUGIN_RAISED', 'ARB_PLUGIN_BAD_RETURN', 'ARB_PLUGIN_CRASHED'
+])
+
+export interface SpawnSpec {
+  command: string
+  args: string[]
+  cwd: string
+  env: Record<string, string>
+}
+
+export interface PoolOptions {
+  /** For messages and logs: the plugin's name and runtime. */
+  label: string
+  spawn: SpawnSpec
+  size: number
+  maxCalls: number
+  log: Log
+  /** Runs before each worker starts (the digest re-check); a thrown VerificationError-ish fails its calls. */
+  beforeStart?: () => Promise<{ code: ErrorCode, message: string } | undefined>
+}
+
+export interface CallRequest {
+  identity: VerifierIdentity
+  module: string
+  file: string
+  callable: string
+  task: unknown
+  trajectory: unknown
+  timeoutMs: number
+  requestId?: string
+}
+
+interface Call {
+  id: number
+  frame: Buffer
+  request: CallRequest
+  resolve: (verdict: RawVerdict) => void
+  reject: (error: Error) => void
+  timer?: NodeJS.Timeout
+  worker?: WorkerProcess
+  /** Settled (answered, failed or timed out); an answer arriving later is dropped. */
+  done: boolean
+  sentAt: number
+  /** Workers that died before they were ready while holding this call (it never started). */
+  startFailures: number
+}
+
+/** A call whose worker died before it was ready this many times fails: the runtime cannot start. */
+const MAX_START_FAILURES = 2
+
+let nextCallId = 1
+
+// Every live worker's pid, so that the server exiting without close() still takes them along.
+const livePids = new Set<number>()
+let exitHookInstalled = false
+function killGroup (pid: number | undefined): void {
+  if (pid === undefined) return
+  try {
+    process.kill(-pid, 'SIGKILL')
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+function installExitHook (): void {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  process.on('exit', () => { for (const pid of livePids) killGroup(pid) })
+}
+
+function encode (id: number, request: CallRequest): Buffer {
+  const json = JSON.stringify({
+    id, module: request.module, file: request.file, callable: request.callable, task: request.task, trajectory: request.trajectory
+  })
+  const length = Buffer.byteLength(json, 'utf8')
+  const frame = Buffer.allocUnsafe(4 + length)
+  frame.writeUInt32BE(length, 0)
+  frame.write(json, 4, 'utf8')
+  return frame
+}
+
+class OutputCapture {
+  chunks: Buffer[] = []
+  bytes = 0
+  dropped = 0
+  add (chunk: Buffer): void {
+    const room = OUTPUT_CAP_BYTES - this.bytes
+    if (room <= 0) { this.dropped += chunk.length; return }
+    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk
+    this.chunks.push(kept)
+    this.bytes += kept.length
+    this.dropped += chunk.length - kept.length
+  }
+
+  take (): { text: string, dropped: number } | undefined {
+    if (this.bytes === 0 && this.dropped === 0) return undefined
+    const out = { text: Buffer.concat(this.chunks).toString('utf8'), dropped: this.dropped }
+    this.chunks = []
+    this.bytes = 0
+    this.dropped = 0
+    return out
+  }
+}
+
+export class WorkerProcess {
+  readonly pool: PluginPool
+  child?: ChildProcess
+  pid?: number
+  readonly inflight: Call[] = []
+  calls = 0
+  ready = false
+  dead = false
+  /** Why the server killed it, when it did. */
+  killedFor?: 'timeout' | 'recycle' | 'idle' | 'close' | 'cancelled'
+  lastUsed = Date.now()
+  #lastAnswerAt = 0
+  exitCode: number | null = null
+  signal: NodeJS.Signals | null = null
+  #pending: Buffer[] = []
+  #flushScheduled = false
+  #socket?: Socket
+  #incoming: Buffer = Buffer.alloc(0)
+  #stdout = new OutputCapture()
+  #stderr = new OutputCapture()
+  #stderrTail = ''
+  #outputTimer?: NodeJS.Timeout
+  #exited = false
+  #socketClosed = false
+  #finalized = false
+  #startError?: { code: ErrorCode, message: string }
+  /** The worker said it is going (out of memory) after answering: none of the rest started. */
+  #fatal = false
+
+  constructor (pool: PluginPool) {
+    this.pool = pool
+  }
+
+  start (spec: SpawnSpec): void {
+    installExitHook()
+    let child: ChildProcess
+    try {
+      child = spawn(spec.command, spec.args, {
+        cwd: spec.cwd,
+        env: spec.env,
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+        detached: true
+      })
+    } catch (error) {
+      this.failStart('ARB_PLUGIN_RUNTIME_UNAVAILABLE', `cannot start ${spec.command}: ${(error as Error).message}`)
+      return
+    }
+    this.child = child
+    this.pid = child.pid
+    if (this.pid !== undefined) livePids.add(this.pid)
+    child.unref()
+    const socket = child.stdio[3] as Socket
+    this.#socket = socket
+    socket.unref()
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+    socket.on('error', () => {})
+    socket.on('close', () => { this.#socketClosed = true; this.#maybeFinalize() })
+    for (const [stream, capture] of [[child.stdout, this.#stdout], [child.stderr, this.#stderr]] as const) {
+      if (stream === null) continue
+      ;(stream as unknown as Socket).unref?.()
+      stream.on('data', (chunk: Buffer) => {
+        capture.add(chunk)
+        if (capture === this.#stderr) this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-2000)
+        this.#scheduleOutputFlush()
+      })
+    }
+    child.on('error', (error) => {
+      // spawn failed (ENOENT, EACCES): no process, no exit event to wait for.
+      if (this.pid === undefined) {
+        this.failStart('ARB_PLUGIN_RUNTIME_UNAVAILABLE', `cannot start ${spec.command}: ${error.message}`)
+      }
+    })
+    child.on('exit', (code, signal) => {
+      this.exitCode = code
+      this.signal = signal
+      this.#exited = true
+      // Take any grandchildren the plugin left behind along with it.
+      killGroup(this.pid)
+      this.dead = true
+      this.pool.detach(this)
+      if (this.#socketClosed) this.#maybeFinalize()
+      else setTimeout(() => { this.#socketClosed = true; this.#maybeFinalize() }, EXIT_DRAIN_MS).unref()
+    })
+    if (this.#pending.length > 0) this.#flush()
+  }
+
+  failStart (code: ErrorCode, message: string): void {
+    this.#startError = { code, message }
+    this.dead = true
+    this.#exited = true
+    this.#socketClosed = true
+    this.pool.detach(this)
+    this.#maybeFinalize()
+  }
+
+  send (call: Call): void {
+    call.worker = this
+    call.sentAt = performance.now()
+    this.inflight.push(call)
+    this.calls += 1
+    this.lastUsed = Date.now()
+    // Recycled after maxCalls: no new calls; it is stopped once these are answered.
+    if (this.calls >= this.pool.maxCalls) this.pool.detach(this)
+    this.#pending.push(call.frame)
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(() => this.#flush())
+    }
+  }
+
+  #flush (): void {
+    this.#flushScheduled = false
+    if (this.#socket === undefined || this.dead || this.#pending.length === 0) return
+    const data = this.#pending.length === 1 ? this.#pending[0] : Buffer.concat(this.#pending)
+    this.#pending = []
+    this.#socket.write(data)
+  }
+
+  #onData (chunk: Buffer): void {
+    if (this.dead && this.killedFor !== undefined) return
+    this.#incoming = this.#incoming.length === 0 ? chunk : Buffer.concat([this.#incoming, chunk])
+    let position = 0
+    const buffer = this.#incoming
+    while (buffer.length - position >= 4) {
+      const size = buffer.readUInt32BE(position)
+      if (buffer.length - position - 4 < size) break
+      let message: Record<string, unknown>
+      try {
+        message = JSON.parse(buffer.toString('utf8', position + 4, position + 4 + size))
+      } catch {
+        this.pool.log.error({ plugin: this.pool.label, pid: this.pid }, 'plugin worker sent an unreadable frame; killing it')
+        this.kill('cancelled')
+        return
+      }
+      position += 4 + size
+      this.#onMessage(message)
+      if (this.dead && this.killedFor !== undefined) return
+    }
+    this.#incoming = position === buffer.length ? Buffer.alloc(0) : buffer.subarray(position)
+  }
+
+  #onMessage (message: Record<string, unknown>): void {
+    if (message.hello !== undefined) {
+      this.ready = true
+      return
+    }
+    const call = this.inflight[0]
+    if (call === undefined || message.id !== call.id) {
+      this.pool.log.error({ plugin: this.pool.label, pid: this.pid, id: message.id }, 'plugin worker answered out of order; killing it')
+      this.kill('cancelled')
+      return
+    }
+    this.inflight.shift()
+    this.lastUsed = Date.now()
+    const now = performance.now()
+    // Service time: from when the worker could start this call to its answer.
+    this.pool.observe(now - Math.max(call.sentAt, this.#lastAnswerAt))
+    this.#lastAnswerAt = now
+    if (!call.done) this.pool.settle(call, message)
+    if (message.fatal === true) {
+      // It exits by itself; the exit handler re-dispatches the calls behind this one.
+      this.#fatal = true
+      this.pool.detach(this)
+      return
+    }
+    const next = this.inflight[0]
+    if (next !== undefined && next.done) {
+      // The next call already timed out while queued behind this one: it would now run for
+      // nobody, possibly forever. Replace the worker; the calls behind it are re-dispatched.
+      this.kill('cancelled')
+      return
+    }
+    if (this.killedFor === undefined && (this.calls >= this.pool.maxCalls || this.pool.retired) && this.inflight.length === 0) {
+      this.kill('recycle')
+      return
+    }
+    this.pool.drain()
+  }
+
+  #scheduleOutputFlush (): void {
+    if (this.#outputTimer !== undefined) return
+    this.#outputTimer = setTimeout(() => { this.#outputTimer = undefined; this.flushOutput() }, OUTPUT_FLUSH_MS)
+    this.#outputTimer.unref()
+  }
+
+  flushOutput (): void {
+    for (const [stream, capture] of [['stdout', this.#stdout], ['stderr', this.#stderr]] as const) {
+      const taken = capture.take()
+      if (taken !== undefined) this.pool.log.debug({ plugin: this.pool.label, pid: this.pid, stream, output: taken.text, droppedBytes: taken.dropped }, 'plugin output')
+    }
+  }
+
+  /** Kills the worker's whole process group. Its calls are settled by the exit handler. */
+  kill (reason: NonNullable<WorkerProcess['killedFor']>): void {
+    if (this.killedFor === undefined) this.killedFor = reason
+    this.dead = true
+    this.pool.detach(this)
+    if (this.pid !== undefined) killGroup(this.pid)
+    else if (this.child === undefined && this.#startError === undefined) this.failStart('ARB_PLUGIN_CRASHED', 'the worker was stopped before it started')
+  }
+
+  #maybeFinalize (): void {
+    if (this.#finalized || !this.#exited || !this.#socketClosed) return
+    this.#finalized = true
+    if (this.pid !== undefined) livePids.delete(this.pid)
+    this.pool.all.delete(this)
+    if (this.#outputTimer !== undefined) clearTimeout(this.#outputTimer)
+    this.flushOutput()
+    const calls = this.inflight.splice(0)
+    if (this.#startError !== undefined) {
+      for (const call of calls) this.pool.fail(call, this.#startError.code, this.#startError.message)
+      return
+    }
+    const how = this.signal !== null ? `was killed by ${this.signal}` : `exited with code ${this.exitCode}`
+    // Died by itself before saying hello: none of its calls started (a worker reads calls only
+    // after its hello). They get another worker, unless this keeps happening to them: then the
+    // runtime cannot start (bad interpreter, a cap too small to boot) and they fail saying so.
+    // Killed by the server (a deadline passed, shutdown) is handled below.
+    if (!this.ready && this.killedFor === undefined) {
+      const tail = this.#stderrTail.trim().split('\n').slice(-1)[0] ?? ''
+      this.pool.log.error({ plugin: this.pool.label, pid: this.pid, exitCode: this.exitCode, signal: this.signal, stderr: this.#stderrTail }, 'plugin worker died before it was ready')
+      const retry: Call[] = []
+      for (const call of calls) {
+        call.startFailures += 1
+        if (call.startFailures < MAX_START_FAILURES) retry.push(call)
+        else this.pool.fail(call, 'ARB_PLUGIN_RUNTIME_UNAVAILABLE', `the ${this.pool.label} worker ${how} before it was ready, ${call.startFailures} times${tail === '' ? '' : `: ${tail.slice(0, 300)}`}`)
+      }
+      this.pool.requeue(retry)
+      return
+    }
+    if (this.#fatal) {
+      this.pool.requeue(calls)
+      return
+    }
+    if (this.killedFor === 'close') {
+      for (const call of calls) this.pool.fail(call, 'ARB_SHUTTING_DOWN', 'the plugin workers are shutting down')
+      return
+    }
+    const [head, ...rest] = calls
+    if (head !== undefined && !head.done) {
+      this.pool.log.warn({ plugin: this.pool.label, pid: this.pid, exitCode: this.exitCode, signal: this.signal, stderr: this.#stderrTail, requestId: head.request.requestId }, 'plugin worker died during a call')
+      this.pool.fail(head, 'ARB_PLUGIN_CRASHED', `the ${this.pool.label} worker (pid ${this.pid}) ${how} during the call; it is replaced`)
+    }
+    this.pool.requeue(rest)
+  }
+}
+
+export class PluginPool {
+  readonly label: string
+  readonly log: Log
+  readonly maxCalls: number
+  readonly #options: PoolOptions
+  /** Workers that take new calls. */
+  readonly workers: WorkerProcess[] = []
+  /** Every worker not yet finalized, including those being retired. */
+  readonly all = new Set<WorkerProcess>()
+  readonly #queue: Call[] = []
+  #closed = false
+  /** Replaced by a reload: workers finish their calls, then stop. */
+  retired = false
+  /** Moving average of one call's service time, ms; undefined until a call was answered. */
+  #serviceMs: number | undefined
+
+  constructor (options: PoolOptions) {
+    this.#options = options
+    this.label = options.label
+    this.log = options.log
+    this.maxCalls = options.maxCalls
+  }
+
+  get queued (): number { return this.#queue.length }
+
+  observe (ms: number): void {
+    this.#serviceMs = this.#serviceMs === undefined ? ms : this.#serviceMs * 0.9 + ms * 0.1
+  }
+
+  async call (request: CallRequest): Promise<RawVerdict> {
+    if (this.#closed) throw new VerificationError('ARB_SHUTTING_DOWN', request.identity, 'the plugin workers are shutting down')
+    return await new Promise<RawVerdict>((resolve, reject) => {
+      const id = nextCallId++
+      const call: Call = { id, frame: encode(id, request), request, resolve, reject, done: false, sentAt: 0, startFailures: 0 }
+      call.timer = setTimeout(() => this.#onTimeout(call), request.timeoutMs)
+      this.#dispatch(call)
+    })
+  }
+
+  #dispatch (call: Call, front = false): void {
+    let best: WorkerProcess | undefined
+    for (const worker of this.workers) {
+      if (best === undefined || worker.inflight.length < best.inflight.length) best = worker
+    }
+    if (best !== undefined && best.inflight.length === 0) { best.send(call); return }
+    if (best !== undefined && best.ready && this.#serviceMs !== undefined && best.inflight.length * this.#serviceMs < PIPELINE_BUDGET_MS && best.inflight.length < MAX_PIPELINE) {
+      best.send(call)
+      return
+    }
+    if (this.workers.length < this.#options.size) { this.#startWorker().send(call); return }
+    if (best !== undefined && best.inflight.length < MAX_PIPELINE) { best.send(call); return }
+    if (front) this.#queue.unshift(call)
+    else this.#queue.push(call)
+  }
+
+  #startWorker (): WorkerProcess {
+    const worker = new WorkerProcess(this)
+    this.workers.push(worker)
+    this.all.add(worker)
+    const before = this.#options.beforeStart
+    if (before === undefined) {
+      worker.start(this.#options.spawn)
+    } else {
+      before().then((problem) => {
+        if (worker.dead) return
+        if (problem !== undefined) worker.failStart(problem.code, problem.message)
+        else worker.start(this.#options.spawn)
+      }, (error: Error) => worker.failStart('ARB_PLUGIN_NOT_VETTED', `cannot re-check the plugin's digest: ${error.message}`))
+    }
+    return worker
+  }
+
+  /** Takes a worker out of rotation (it is dying or retiring). */
+  detach (worker: WorkerProcess): void {
+    const index = this.workers.indexOf(worker)
+    if (index !== -1) this.workers.splice(index, 1)
+  }
+
+  /** Runs queued calls on workers that have room. */
+  drain (): void {
+    while (this.#queue.length > 0) {
+      const before = this.#queue.length
+      const call = this.#queue.shift() as Call
+      if (call.done) continue
+      this.#dispatch(call, true)
+      if (this.#queue.length === before) break // it went back to the queue: no room anywhere
+    }
+  }
+
+  /** Calls that never started on a dead worker: run them elsewhere, ahead of newer calls. */
+  requeue (calls: Call[]): void {
+    for (let i = calls.length - 1; i >= 0; i--) {
+      const call = calls[i]
+      if (call.done) continue
+      call.worker = undefined
+      if (this.#closed) this.fail(call, 'ARB_SHUTTING_DOWN', 'the plugin workers are shutting down')
+      else this.#queue.unshift(call)
+    }
+    if (!this.#closed) this.drain()
+  }
+
+  settle (call: Call, message: Record<string, unknown>): void {
+    if (message.ok === true) {
+      const reward = message.reward
+      if (typeof reward !== 'number' || !Number.isFinite(reward)) {
+        this.fail(call, 'ARB_PLUGIN_BAD_RETURN', 'the worker answered without a finite reward')
+        return
+      }
+      const verdict: RawVerdict = { reward }
+      if (typeof message.success === 'boolean') verdict.success = message.success
+      if (typeof message.message === 'string') verdict.message = message.message
+      if (typeof message.output === 'string') verdict.output = message.output
+      this.#finish(call)
+      call.resolve(verdict)
+      return
+    }
+    const code = typeof message.code === 'string' && WORKER_CODES.has(message.code as ErrorCode) ? message.code as ErrorCode : 'ARB_VERIFIER_FAILED'
+    const text = typeof message.message === 'string' ? message.message : 'the plugin worker reported a failure without a message'
+    const logged = { plugin: this.label, code, requestId: call.request.requestId, ref: call.request.identity.ref, type: message.type, traceback: message.traceback }
+    if (code === 'ARB_PLUGIN_RAISED' || code === 'ARB_PLUGIN_BAD_RETURN') this.log.debug(logged, 'plugin verifier failed')
+    else this.log.warn(logged, 'plugin verifier failed')
+    const details = typeof message.type === 'string' ? { exception: message.type } : undefined
+    this.fail(call, code, text, details)
+  }
+
+  fail (call: Call, code: ErrorCode, message: string, details?: Record<string, unknown>): void {
+    if (call.done) return
+    this.#finish(call)
+    call.reject(new VerificationError(code, call.request.identity, message, details === undefined ? {} : { details }))
+  }
+
+  #finish (call: Call): void {
+    call.done = true
+    if (call.timer !== undefined) clearTimeout(call.timer)
+  }
+
+  #onTimeout (call: Call): void {
+    if (call.done) return
+    const seconds = call.request.timeoutMs / 1000
+    const worker = call.worker
+    if (worker === undefined) {
+      const index = this.#queue.indexOf(call)
+      if (index !== -1) this.#queue.splice(index, 1)
+      this.fail(call, 'ARB_PLUGIN_TIMEOUT', `the ${this.label} verifier did not start within ${seconds} s: all its workers were busy`)
+      return
+    }
+    if (worker.inflight[0] === call) {
+      this.fail(call, 'ARB_PLUGIN_TIMEOUT', worker.ready
+        ? `the ${this.label} verifier did not return within ${seconds} s; its worker (pid ${worker.pid}) was killed and is replaced`
+        : `the ${this.label} worker did not start within ${seconds} s; it was killed and is replaced`)
+      this.log.warn({ plugin: this.label, pid: worker.pid, requestId: call.request.requestId, ref: call.request.identity.ref, timeoutS: seconds }, 'plugin verifier timed out; killing its worker')
+      worker.kill('timeout')
+      return
+    }
+    // Still waiting behind another call on that worker: fail it now; the worker skips it later.
+    this.fail(call, 'ARB_PLUGIN_TIMEOUT', `the ${this.label} verifier did not start within ${seconds} s: its worker was busy`)
+  }
+
+  /** After a reload: no worker outlives the calls it already has. */
+  retire (): void {
+    this.retired = true
+    this.reap(0)
+  }
+
+  /** Stops workers idle for longer than idleMs. */
+  reap (idleMs: number, now = Date.now()): void {
+    for (const worker of [...this.workers]) {
+      if (worker.inflight.length === 0 && now - worker.lastUsed >= idleMs) worker.kill('idle')
+    }
+  }
+
+  /** Kills every worker (whole process groups) and fails whatever is pending. */
+  async close (): Promise<void> {
+    this.#closed = true
+    for (const call of this.#queue.splice(0)) this.fail(call, 'ARB_SHUTTING_DOWN', 'the plugin workers are shutting down')
+    const workers = [...this.all]
+    await Promise.all(workers.map(async (worker) => await new Promise<void>((resolve) => {
+      if (worker.child === undefined || worker.child.exitCode !== null || worker.child.signalCode !== null) {
+        worker.kill('close')
+        resolve()
+        return
+      }
+      // Workers are unref'd so an idle one never holds the server open; waiting for one to go must.
+      worker.child.ref()
+      worker.child.once('exit', () => resolve())
+      worker.kill('close')
+    })))
+    this.all.clear()
+  }
+
+  pids (): number[] {
+    return [...this.all].map((worker) => worker.pid).filter((pid): pid is number => pid !== undefined)
+  }
+}
