@@ -89,17 +89,19 @@ export async function load (spec: Partial<LoadSpec> & Pick<LoadSpec, 'url' | 'bo
   return JSON.parse(out) as LoadResult
 }
 
-export interface Row { name: string, result: LoadResult }
+export interface Row { name: string, result: LoadResult & { cpuUsPerRequest?: number } }
 
 /** Prints a table of rows with each row's throughput as a ratio of the named reference row. */
 export function report (title: string, rows: Row[], reference: string): void {
   const base = rows.find((row) => row.name === reference)?.result.rps ?? Number.NaN
   console.log(`\n${title}`)
-  console.log(`${'target'.padEnd(44)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'errors'.padStart(7)} ${'ratio'.padStart(7)}`)
+  console.log(`${'target'.padEnd(44)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'errors'.padStart(7)} ${'cpu µs/req'.padStart(11)} ${'ratio'.padStart(7)}`)
   for (const { name, result } of rows) {
     const problems = result.errors + result.non2xx
-    console.log(`${name.padEnd(44)} ${result.rps.toFixed(0).padStart(9)} ${result.p50Ms.toFixed(3).padStart(8)} ${result.p99Ms.toFixed(3).padStart(8)} ${String(problems).padStart(7)} ${(result.rps / base).toFixed(3).padStart(7)}`)
+    const cpu = result.cpuUsPerRequest === undefined ? '' : result.cpuUsPerRequest.toFixed(1)
+    console.log(`${name.padEnd(44)} ${result.rps.toFixed(0).padStart(9)} ${result.p50Ms.toFixed(3).padStart(8)} ${result.p99Ms.toFixed(3).padStart(8)} ${String(problems).padStart(7)} ${cpu.padStart(11)} ${(result.rps / base).toFixed(3).padStart(7)}`)
   }
+  console.log('(cpu µs/req: user+system CPU of the server process under test per request; steadier than req/s on a shared machine)')
 }
 
 /** Prints a goal line: PASS/MISS with the measured and required ratio. */

@@ -20,6 +20,7 @@ export interface LoadResult {
   p99Ms: number
   errors: number
   non2xx: number
+  /** Requests sent, throughput and latency passes together. */
   total: number
 }
 
@@ -35,7 +36,7 @@ async function throughput (spec: LoadSpec): Promise<{ rps: number, errors: numbe
   return { rps: result.requests.average, errors: result.errors + result.timeouts, non2xx: result.non2xx, total: result.requests.total, p50: result.latency.p50, p99: result.latency.p99 }
 }
 
-async function latency (spec: LoadSpec): Promise<{ p50: number, p99: number, errors: number }> {
+async function latency (spec: LoadSpec): Promise<{ p50: number, p99: number, errors: number, count: number }> {
   const url = new URL(spec.url)
   const pool = new Pool(url.origin, { connections: spec.connections })
   const samples: number[] = []
@@ -55,11 +56,11 @@ async function latency (spec: LoadSpec): Promise<{ p50: number, p99: number, err
   await pool.close()
   samples.sort((a, b) => a - b)
   const at = (q: number): number => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))] ?? Number.NaN
-  return { p50: at(0.5), p99: at(0.99), errors }
+  return { p50: at(0.5), p99: at(0.99), errors, count: samples.length }
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec
 const run = await throughput(spec)
-const precise = spec.latencyS > 0 ? await latency(spec) : { p50: run.p50, p99: run.p99, errors: 0 }
-const result: LoadResult = { rps: run.rps, p50Ms: precise.p50, p99Ms: precise.p99, errors: run.errors + precise.errors, non2xx: run.non2xx, total: run.total }
+const precise = spec.latencyS > 0 ? await latency(spec) : { p50: run.p50, p99: run.p99, errors: 0, count: 0 }
+const result: LoadResult = { rps: run.rps, p50Ms: precise.p50, p99Ms: precise.p99, errors: run.errors + precise.errors, non2xx: run.non2xx, total: run.total + precise.count }
 process.stdout.write(JSON.stringify(result) + '\n')

@@ -3,7 +3,7 @@
 // one overall deadline per verification covering retries, headers and a dripping body, and the
 // egress guard in front of every socket.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Agent, request } from 'undici'
+import { Agent } from 'undici'
 import { VerificationError, snippet, type VerifierIdentity } from '../../errors.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
@@ -50,9 +50,10 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
     const verifier: VerifierIdentity = { kind: 'endpoint', ref: context.manifest.verifier.ref }
     let response
     try {
-      response = await request(url, {
+      response = await agent.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
         method: 'POST',
-        dispatcher: agent,
         signal,
         headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': USER_AGENT, 'x-request-id': context.requestId },
         body: payload
@@ -102,21 +103,29 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
       if (problem !== undefined) throw new VerificationError('ARB_ENDPOINT_FORBIDDEN', verifier, `egress guard: ${problem}`)
 
       const payload = JSON.stringify({ task: context.task, trajectory: context.trajectory })
-      const signal = AbortSignal.timeout(context.timeoutMs)
+      // One deadline for the whole exchange. A controller and a timer cost less per request
+      // than AbortSignal.timeout on Node 20, and this runs for every verification.
       const deadline = Date.now() + context.timeoutMs
-      for (let number = 1; ; number++) {
-        const outcome = await attempt(context, url, payload, signal, deadline, number)
-        if (!('error' in outcome)) return outcome
-        if (!outcome.retry || number > options.retries) throw outcome.error
-        const waitMs = outcome.waitMs ?? jitter(BACKOFF_BASE_MS * 2 ** (number - 1))
-        if (Date.now() + waitMs >= deadline) throw outcome.error
-        options.onRetry?.(outcome.error.code)
-        context.log.debug({ verifier, attempt: number, code: outcome.error.code, waitMs }, 'retrying endpoint')
-        try {
-          await sleep(waitMs, undefined, { signal })
-        } catch {
-          throw timeoutError(verifier, context.timeoutMs)
+      const controller = new AbortController()
+      const timer = setTimeout(() => { controller.abort(new DOMException('the endpoint deadline passed', 'TimeoutError')) }, context.timeoutMs)
+      const signal = controller.signal
+      try {
+        for (let number = 1; ; number++) {
+          const outcome = await attempt(context, url, payload, signal, deadline, number)
+          if (!('error' in outcome)) return outcome
+          if (!outcome.retry || number > options.retries) throw outcome.error
+          const waitMs = outcome.waitMs ?? jitter(BACKOFF_BASE_MS * 2 ** (number - 1))
+          if (Date.now() + waitMs >= deadline) throw outcome.error
+          options.onRetry?.(outcome.error.code)
+          context.log.debug({ verifier, attempt: number, code: outcome.error.code, waitMs }, 'retrying endpoint')
+          try {
+            await sleep(waitMs, undefined, { signal })
+          } catch {
+            throw timeoutError(verifier, context.timeoutMs)
+          }
         }
+      } finally {
+        clearTimeout(timer)
       }
     },
 
