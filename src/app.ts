@@ -85,7 +85,8 @@ export async function createRegistry (config: Config, log: Log, telemetry: Telem
       memoryMb: config.pluginMemoryMb,
       idleS: config.pluginIdleS,
       maxCalls: config.pluginMaxCalls,
-      log
+      log,
+      telemetry
     }))
   }
   if (!given.has('rubric')) {

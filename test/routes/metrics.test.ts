@@ -51,3 +51,17 @@ t.test('judge calls, tokens and cache hits are counted', async (t) => {
   t.equal(sample(text, 'arbiter_judge_cache_hits_total', ''), 1)
   t.equal(sample(text, 'arbiter_verifications_total', 'kind="rubric",outcome="ok",code=""'), 2)
 })
+
+t.test('plugin worker starts, crashes and timeouts are counted', async (t) => {
+  const { fileURLToPath } = await import('node:url')
+  const pluginsDir = fileURLToPath(new URL('../fixtures/soak-plugins', import.meta.url))
+  const { app } = await buildTestApp(t, { pluginsDir, pluginWorkers: 1 })
+  const call = async (ref: string, timeoutS?: number) => await app.inject({ method: 'POST', url: '/v1/verify', payload: verifyBody('plugin', ref, { manifest: { name: 'chaos' }, verifier: timeoutS === undefined ? {} : { timeout_s: timeoutS } }) })
+  t.equal((await call('chaos:ok')).statusCode, 200)
+  t.equal((await call('chaos:crash')).json().code, 'ARB_PLUGIN_CRASHED')
+  t.equal((await call('chaos:hang', 0.5)).json().code, 'ARB_PLUGIN_TIMEOUT')
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  t.ok(sample(text, 'arbiter_plugin_worker_starts_total', 'plugin="chaos"') >= 2, 'a worker was started, and replaced after the crash')
+  t.equal(sample(text, 'arbiter_plugin_worker_crashes_total', 'plugin="chaos"'), 1)
+  t.equal(sample(text, 'arbiter_plugin_timeouts_total', 'plugin="chaos"'), 1)
+})

@@ -1,7 +1,7 @@
 // The `plugin` kind: `ref` is `module:callable` inside a vetted environment plugin, selected by
 // `manifest.name`, run out of the server's process in a pool of persistent workers per plugin
 // (see pool.ts for the workers, catalog.ts for the digest gate, resolve.ts for module paths).
-import type { KindHandler, Log, VerificationContext } from '../../registry.js'
+import { noTelemetry, type KindHandler, type Log, type Telemetry, type VerificationContext } from '../../registry.js'
 import type { VerificationOutcome } from '../../../schemas/result.js'
 import { VerificationError, type ErrorCode, type VerifierIdentity } from '../../errors.js'
 import { parsePluginRef } from '../../refs.js'
@@ -14,6 +14,8 @@ import { resolvePython, scrubbedEnv, spawnSpec, type PythonRuntime } from './run
 
 export const DEFAULT_PLUGIN_TIMEOUT_S = 60
 
+const POOL_EVENTS = { start: 'plugin_worker_start', crash: 'plugin_worker_crash', timeout: 'plugin_timeout' } as const
+
 export interface PluginKindOptions {
   pluginsDir: string
   lockFile?: string
@@ -25,6 +27,8 @@ export interface PluginKindOptions {
   idleS: number
   maxCalls: number
   log: Log
+  /** Worker starts, crashes and timeouts for /metrics. */
+  telemetry?: Telemetry
   /** The environment workers inherit from, before scrubbing; default process.env. */
   env?: Record<string, string | undefined>
 }
@@ -45,6 +49,7 @@ async function inferRuntime (plugin: PluginEntry): Promise<void> {
 
 export async function createPluginKind (options: PluginKindOptions): Promise<KindHandler> {
   const log = options.log
+  const telemetry = options.telemetry ?? noTelemetry
   const env = scrubbedEnv(options.env ?? process.env)
   const pythonCommand = options.python ?? 'python3'
 
@@ -96,6 +101,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       size: options.workers,
       maxCalls: options.maxCalls,
       log,
+      onEvent: (event) => { telemetry({ type: POOL_EVENTS[event], plugin: plugin.name ?? plugin.folder }) },
       // Nothing of a plugin runs unless its files still match what was vetted.
       beforeStart: async () => {
         const now = await digestFolder(plugin.path)

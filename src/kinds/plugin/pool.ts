@@ -46,6 +46,8 @@ export interface PoolOptions {
   size: number
   maxCalls: number
   log: Log
+  /** Worker starts, crashes and timeouts, for /metrics. */
+  onEvent?: (event: 'start' | 'crash' | 'timeout') => void
   /** Runs before each worker starts (the digest re-check); a thrown VerificationError-ish fails its calls. */
   beforeStart?: () => Promise<{ code: ErrorCode, message: string } | undefined>
 }
@@ -175,6 +177,7 @@ export class WorkerProcess {
         stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
         detached: true
       })
+      this.pool.onEvent('start')
     } catch (error) {
       this.failStart('ARB_PLUGIN_RUNTIME_UNAVAILABLE', `cannot start ${spec.command}: ${(error as Error).message}`)
       return
@@ -373,6 +376,7 @@ export class WorkerProcess {
     const [head, ...rest] = calls
     if (head !== undefined && !head.done) {
       this.pool.log.warn({ plugin: this.pool.label, pid: this.pid, exitCode: this.exitCode, signal: this.signal, stderr: this.#stderrTail, requestId: head.request.requestId }, 'plugin worker died during a call')
+      this.pool.onEvent('crash')
       this.pool.fail(head, 'ARB_PLUGIN_CRASHED', `the ${this.pool.label} worker (pid ${this.pid}) ${how} during the call; it is replaced`)
     }
     this.pool.requeue(rest)
@@ -382,6 +386,7 @@ export class WorkerProcess {
 export class PluginPool {
   readonly label: string
   readonly log: Log
+  readonly onEvent: (event: 'start' | 'crash' | 'timeout') => void
   readonly maxCalls: number
   readonly #options: PoolOptions
   /** Workers that take new calls. */
@@ -399,6 +404,7 @@ export class PluginPool {
     this.#options = options
     this.label = options.label
     this.log = options.log
+    this.onEvent = options.onEvent ?? (() => {})
     this.maxCalls = options.maxCalls
   }
 
@@ -526,6 +532,7 @@ export class PluginPool {
       return
     }
     if (worker.inflight[0] === call) {
+      this.onEvent('timeout')
       this.fail(call, 'ARB_PLUGIN_TIMEOUT', worker.ready
         ? `the ${this.label} verifier did not return within ${seconds} s; its worker (pid ${worker.pid}) was killed and is replaced`
         : `the ${this.label} worker did not start within ${seconds} s; it was killed and is replaced`)
