@@ -4,15 +4,16 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { LoadResult, LoadSpec } from './load.js'
+import { freePort } from '../test/helpers/ports.js'
 
 const DIST = fileURLToPath(new URL('..', import.meta.url))
 export const SERVER_JS = `${DIST}src/server.js`
 export const BASELINE_JS = `${DIST}bench/servers/baseline.js`
 export const UPSTREAM_JS = `${DIST}bench/servers/upstream.js`
 export const PROXY_JS = `${DIST}bench/servers/proxy.js`
+export const TRIVIAL_JS = `${DIST}bench/servers/trivial.js`
 const LOAD_JS = `${DIST}bench/load.js`
 
 export interface Running {
@@ -22,13 +23,6 @@ export interface Running {
   stop: () => Promise<void>
 }
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 const running = new Set<ChildProcess>()
 process.on('exit', () => { for (const child of running) child.kill('SIGKILL') })

@@ -6,42 +6,17 @@
 //
 //   npm run build && node dist/bench/plugin.js        (BENCH_SECONDS=8 by default)
 //
-// When src/app.ts does not register the plugin kind yet, this file serves Arbiter itself
-// (buildApp with the plugin kind given, `BENCH_PLUGIN_SERVE=1`), so the figures are still the
-// whole HTTP path: validation, registry, worker round trip, serialization.
 import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { BASELINE_JS, SERVER_JS, goal, load, report, start, type Running } from './harness.js'
+import { BASELINE_JS, SERVER_JS, TRIVIAL_JS, goal, load, report, start } from './harness.js'
 
-const HERE = fileURLToPath(import.meta.url)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const EXAMPLES = `${ROOT}examples/plugins`
 
-if (process.env.BENCH_PLUGIN_SERVE === '1') {
-  const { buildApp } = await import('../src/app.js')
-  const { loadConfig } = await import('../src/config.js')
-  const { createLogger } = await import('../src/logger.js')
-  const { createPluginKind } = await import('../src/kinds/plugin/index.js')
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('ARBITER_') || ['HOST', 'PORT', 'LOG_LEVEL'].includes(name)))
-  const config = loadConfig(env)
-  const logger = createLogger(config.logLevel)
-  const plugin = process.env.BENCH_PLUGIN_NOOP === '1'
-    // The HTTP path with a kind that answers at once: the ceiling any kind can reach here.
-    ? { kind: 'plugin' as const, defaultTimeoutS: 60, describe: () => ({}), verify: async () => ({ reward: 1, success: true, message: '', output: '', verifier: { kind: 'plugin', ref: 'noop' } }) }
-    : await createPluginKind({
-      pluginsDir: config.pluginsDir, lockFile: config.pluginsLock, python: config.python, workers: config.pluginWorkers,
-      memoryMb: config.pluginMemoryMb, idleS: config.pluginIdleS, maxCalls: config.pluginMaxCalls, log: logger
-    })
-  const app = await buildApp(config, { logger, kinds: [plugin] })
-  await app.listen({ host: config.host, port: config.port })
-  app.arbiter.lifecycle.markReady()
-  process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
-} else {
-  await main()
-}
+await main()
 
 function payload (name: string, ref: string, task: unknown, trajectory: unknown): string {
   return JSON.stringify({ manifest: { name, version: '1.0.0', verifier: { kind: 'plugin', ref } }, task, trajectory })
@@ -67,13 +42,6 @@ async function spawnPerCall (python: string, seconds: number, concurrency: numbe
   return done / seconds
 }
 
-async function servesPlugins (server: Running): Promise<boolean> {
-  const answer = await fetch(`${server.url}/v1/verify`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: payload('arithmetic', 'verify:score_arithmetic', { reference: '4' }, '4')
-  })
-  return answer.status === 200
-}
-
 async function main (): Promise<void> {
   const connections = 50
   const seconds = Number(process.env.BENCH_SECONDS ?? 8)
@@ -81,20 +49,14 @@ async function main (): Promise<void> {
   const serverEnv: Record<string, string> = { LOG_LEVEL: 'info' }
   if (process.env.ARBITER_PLUGIN_WORKERS !== undefined) serverEnv.ARBITER_PLUGIN_WORKERS = process.env.ARBITER_PLUGIN_WORKERS
   const baseline = await start(BASELINE_JS)
-  let arbiter = await start(SERVER_JS, serverEnv)
-  let how = 'src/server.js'
-  if (!(await servesPlugins(arbiter))) {
-    await arbiter.stop()
-    arbiter = await start(HERE, { ...serverEnv, BENCH_PLUGIN_SERVE: '1' })
-    how = 'buildApp + createPluginKind (server.ts does not wire the plugin kind yet)'
-  }
-  console.log(`arbiter served by ${how}; ${availableParallelism()} cores; plugin workers per plugin: ${serverEnv.ARBITER_PLUGIN_WORKERS ?? 'default (cores)'}`)
+  const arbiter = await start(SERVER_JS, serverEnv)
+  console.log(`${availableParallelism()} cores; plugin workers per plugin: ${serverEnv.ARBITER_PLUGIN_WORKERS ?? 'default (cores)'}`)
 
   const python = payload('arithmetic', 'verify:score_arithmetic', { prompt: 'What is 2+2?', reference: '4' }, 'The answer is 4')
   const js = payload('exact-match-js', 'verify:exactMatch', { prompt: 'What is 2+2?', reference: '4' }, 'The answer is 4')
   // The same HTTP path with a kind that answers at once, to tell the HTTP layer's share of the
   // cost from the worker round trip's.
-  const noop = await start(HERE, { LOG_LEVEL: 'info', BENCH_PLUGIN_SERVE: '1', BENCH_PLUGIN_NOOP: '1' })
+  const noop = await start(TRIVIAL_JS)
   const targets = [
     { name: 'baseline: bare Fastify POST (same schema)', url: `${baseline.url}/v1/verify`, body: python },
     { name: 'arbiter /v1/verify plugin, python', url: `${arbiter.url}/v1/verify`, body: python },

@@ -3,24 +3,17 @@
 import t from 'tap'
 import { execFile, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { SETTINGS } from '../src/config.js'
 import { catalogue } from '../src/errors.js'
 import { startServer } from './helpers/server-process.js'
+import { freePort } from './helpers/ports.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const README = readFileSync(`${ROOT}README.md`, 'utf8')
 const run = promisify(execFile)
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 t.test('the first screen gives the two commands, and CI runs the test one', async (t) => {
   const firstScreen = README.split('\n').slice(0, 25).join('\n')

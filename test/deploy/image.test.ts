@@ -6,10 +6,10 @@
 import t, { type Test } from 'tap'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, sep } from 'node:path'
 import { copiesOf, envOf, execForm, readDockerfile, ROOT } from './dockerfile.js'
+import { freePort } from '../helpers/ports.js'
 
 const { stages, final } = readDockerfile()
 const build = stages.find((stage) => stage.instructions.some((i) => i.op === 'RUN' && /npm run build/.test(i.args)))
@@ -23,13 +23,6 @@ function run (command: string, args: string[], options: { cwd?: string, env?: No
   })
 }
 
-async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as { port: number }
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
-}
 
 const pause = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 

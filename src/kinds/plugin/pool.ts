@@ -360,7 +360,9 @@ export class WorkerProcess {
       for (const call of calls) {
         call.startFailures += 1
         if (call.startFailures < MAX_START_FAILURES) retry.push(call)
-        else this.pool.fail(call, 'ARB_PLUGIN_RUNTIME_UNAVAILABLE', `the ${this.pool.label} worker ${how} before it was ready, ${call.startFailures} times${tail === '' ? '' : `: ${tail.slice(0, 300)}`}`)
+        // Killed by a signal (the OOM killer, an operator) says nothing about the runtime: the
+        // same call may well succeed later. Exiting by itself, twice, means it cannot start.
+        else this.pool.fail(call, this.signal !== null ? 'ARB_PLUGIN_CRASHED' : 'ARB_PLUGIN_RUNTIME_UNAVAILABLE', `the ${this.pool.label} worker ${how} before it was ready, ${call.startFailures} times${tail === '' ? '' : `: ${tail.slice(0, 300)}`}`)
       }
       this.pool.requeue(retry)
       return

@@ -134,7 +134,7 @@ t.test('close() kills every worker and leaves no process behind', async (t) => {
 })
 
 /** A python3 stand-in: answers the start-up probe (-c) as itself, and starts workers per `mode`. */
-async function fakePython (t: { teardown: (fn: () => unknown) => void }, mode: 'broken' | 'slow' | 'flaky'): Promise<string> {
+async function fakePython (t: { teardown: (fn: () => unknown) => void }, mode: 'broken' | 'slow' | 'flaky' | 'killed'): Promise<string> {
   const { execFileSync } = await import('node:child_process')
   const { chmod, writeFile } = await import('node:fs/promises')
   const real = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()
@@ -146,7 +146,9 @@ async function fakePython (t: { teardown: (fn: () => unknown) => void }, mode: '
     broken: 'echo "fatal: this interpreter cannot start" >&2; exit 1',
     slow: `sleep 3; exec ${real} "$@"`,
     // The first worker dies before its hello (as if killed from outside); the next ones start.
-    flaky: `if [ ! -e ${marker} ]; then touch ${marker}; kill -9 $$; fi; exec ${real} "$@"`
+    flaky: `if [ ! -e ${marker} ]; then touch ${marker}; kill -9 $$; fi; exec ${real} "$@"`,
+    // Every worker is killed before its hello, as by an OOM killer under memory pressure.
+    killed: 'kill -9 $$'
   }[mode]
   // The start-up probe resolves the interpreter to sys.executable: name this script instead.
   await writeFile(script, `#!/bin/sh\nif [ "$1" = "-c" ]; then echo "$0"; echo 3.11.0; exit 0; fi\n${start}\n`)
@@ -160,6 +162,14 @@ t.test('a runtime that cannot start: RUNTIME_UNAVAILABLE with its stderr, after 
   t.equal(error.code, 'ARB_PLUGIN_RUNTIME_UNAVAILABLE')
   t.match(error.message, /exited with code 1 before it was ready, 2 times: fatal: this interpreter cannot start/)
   t.equal((await call(kind, 'js-edge', 'verify:one')).reward, 1, 'other runtimes are unaffected')
+})
+
+t.test('workers killed by a signal before they are ready: CRASHED (retryable), not runtime unavailable', async (t) => {
+  const kind = await makeKind(t, { workers: 1, python: await fakePython(t, 'killed') })
+  const error = await failure(call(kind, 'py-edge', 'verify:one'))
+  t.equal(error.code, 'ARB_PLUGIN_CRASHED')
+  t.equal(error.retryable, true)
+  t.match(error.message, /was killed by SIGKILL before it was ready, 2 times/)
 })
 
 t.test('a worker that dies before it is ready takes no call down with it', async (t) => {
