@@ -43,7 +43,8 @@ export async function startFaultyServer (t?: TestContext, latencyMs = 30): Promi
       if (headerEnd === -1) return
       const length = Number(/content-length:\s*(\d+)/i.exec(buffered.slice(0, headerEnd))?.[1] ?? 0)
       if (buffered.length < headerEnd + 4 + length) return
-      const path = /^POST\s+\/([^\s?]*)/.exec(buffered)?.[1] ?? 'ok'
+      // The mode is the first path segment, so a judge client's `/drip/chat/completions` works too.
+      const path = /^POST\s+\/([^\s?/]*)/.exec(buffered)?.[1] ?? 'ok'
       buffered = buffered.slice(headerEnd + 4 + length)
       let mode = path as FaultMode
       if (mode === 'flap') mode = flaps++ % 2 === 0 ? 'ok' : 'reset-mid-body'
