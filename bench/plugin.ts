@@ -61,7 +61,8 @@ async function main (): Promise<void> {
     { name: 'baseline: bare Fastify POST (same schema)', url: `${baseline.url}/v1/verify`, body: python },
     { name: 'arbiter /v1/verify plugin, python', url: `${arbiter.url}/v1/verify`, body: python },
     { name: 'arbiter /v1/verify plugin, node', url: `${arbiter.url}/v1/verify`, body: js },
-    { name: 'arbiter /v1/verify, a kind answering at once', url: `${noop.url}/v1/verify`, body: python }
+    // bench/servers/trivial.ts answers the endpoint kind at once, without any I/O.
+    { name: 'arbiter /v1/verify, a kind answering at once', url: `${noop.url}/v1/verify`, body: JSON.stringify({ manifest: { verifier: { kind: 'endpoint', ref: 'http://127.0.0.1:9/noop' } }, task: { prompt: 'What is 2+2?', reference: '4' }, trajectory: 'The answer is 4' }) }
   ]
   // Warm-up: start the workers, import the plugins, JIT the paths.
   for (const target of targets) await load({ url: target.url, body: target.body, connections, durationS: 2 })
