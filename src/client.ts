@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Manifest, Task, VerifyRequest } from '../schemas/verify.js'
 import type { VerifyResponse } from '../schemas/result.js'
 import type { ErrorBody } from '../schemas/error.js'
+import { retryAfterMs } from './retry-after.js'
 
 export type { ErrorBody, Manifest, Task, VerifyRequest, VerifyResponse }
 
@@ -150,13 +151,7 @@ function isResult (value: unknown): value is VerifyResponse {
 }
 
 /** Retry-After is delta-seconds or an HTTP date; returns ms, or undefined when absent or unreadable. */
-export function parseRetryAfter (header: string | null, now = Date.now()): number | undefined {
-  if (header === null) return undefined
-  const value = header.trim()
-  if (/^[0-9]+(\.[0-9]+)?$/.test(value)) return Math.round(Number(value) * 1000)
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+export const parseRetryAfter = retryAfterMs
 
 /** The state one call shares across its attempts: deadline and signal. */
 interface CallState {

@@ -140,7 +140,3 @@ export function snippet (text: string, max = 200): string {
   const flat = text.replace(/\s+/g, ' ').trim()
   return flat.length > max ? `${flat.slice(0, max)}…` : flat
 }
-
-export function isArbiterError (error: unknown): error is ArbiterError {
-  return error instanceof ArbiterError
-}

@@ -2,35 +2,18 @@
 // 127.0.0.1. test/fixtures/python-client/drive.py makes one call and prints what happened as JSON.
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { createServer, type IncomingHttpHeaders } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { buildTestApp, type TestContext } from './helpers/build-app.js'
-import { startUpstream } from './helpers/upstream.js'
+import { freePort } from './helpers/ports.js'
+import { scripted, startUpstream, type ScriptStep, type SeenRequest } from './helpers/upstream.js'
 
 const DRIVER = fileURLToPath(new URL('./fixtures/python-client/drive.py', import.meta.url))
 const PYTHON = process.env.ARBITER_TEST_PYTHON ?? 'python3'
 
-type Step = { status: number, json?: unknown, text?: string, headers?: Record<string, string> } | 'hang'
-interface Seen { url: string, headers: IncomingHttpHeaders, body: any }
-
-async function serve (t: TestContext, steps: Step[]): Promise<{ url: string, seen: Seen[] }> {
-  const seen: Seen[] = []
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (chunk: Buffer) => chunks.push(chunk))
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8')
-      seen.push({ url: req.url ?? '', headers: req.headers, body: raw === '' ? undefined : JSON.parse(raw) })
-      const step = steps[seen.length - 1] ?? { status: 599, text: 'script exhausted' }
-      if (step === 'hang') return
-      res.writeHead(step.status, { 'content-type': step.text === undefined ? 'application/json' : 'text/html', ...step.headers })
-      res.end(step.text ?? JSON.stringify(step.json))
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen }
+async function serve (t: TestContext, steps: ScriptStep[]): Promise<{ url: string, seen: SeenRequest[] }> {
+  const seen: SeenRequest[] = []
+  const upstream = await startUpstream(t, scripted(steps, seen))
+  return { url: upstream.url, seen }
 }
 
 interface Outcome {
@@ -174,10 +157,7 @@ t.test('a 200 without a finite numeric reward is an error, never a 0', async (t)
 })
 
 t.test('connection refused is retried up to max_attempts; a hang ends at the deadline', async (t) => {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  const port = await freePort()
   const refused = await drive({ base_url: `http://127.0.0.1:${port}`, call: 'verify', client: { ...fast, max_attempts: 3 }, args })
   t.equal(refused.error?.code, 'CLIENT_CONNECTION_FAILED')
   t.equal(refused.error?.retryable, true)

@@ -2,64 +2,25 @@
 // sequences a rollout worker meets (503 + Retry-After, retryable and final 502s, proxies' pages,
 // hangs, refused connections); the last test runs against the real app.
 import t from 'tap'
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { ArbiterClient, ArbiterClientError, createClient, isErrorBody, parseRetryAfter, type RetryEvent } from '../src/client.js'
 import { buildTestApp, type TestContext } from './helpers/build-app.js'
-import { json, startUpstream } from './helpers/upstream.js'
+import { freePort } from './helpers/ports.js'
+import { json, scripted, startUpstream, type ScriptStep, type SeenRequest } from './helpers/upstream.js'
 
-type Step =
-  | { status: number, json?: unknown, text?: string, headers?: Record<string, string> }
-  | 'hang'
-
-interface Seen {
-  method: string
-  url: string
-  headers: IncomingHttpHeaders
-  body: any
-}
+type Step = ScriptStep
 
 interface Scripted {
   url: string
   port: number
-  seen: Seen[]
-  server: Server
-}
-
-/** A server that answers the n-th request with steps[n]; past the script it answers 599 so a test fails loudly. */
-function scriptedServer (steps: Step[]): Server & { seen: Seen[] } {
-  const seen: Seen[] = []
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (chunk: Buffer) => chunks.push(chunk))
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8')
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: raw === '' ? undefined : JSON.parse(raw) })
-      const step = steps[seen.length - 1] ?? { status: 599, text: 'script exhausted' }
-      if (step === 'hang') return
-      const body = step.text ?? JSON.stringify(step.json)
-      res.writeHead(step.status, { 'content-type': step.text === undefined ? 'application/json' : 'text/html', ...step.headers })
-      res.end(body)
-    })
-  })
-  return Object.assign(server, { seen })
+  seen: SeenRequest[]
 }
 
 async function serve (t: TestContext, steps: Step[]): Promise<Scripted> {
-  const server = scriptedServer(steps)
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
-  const { port } = server.address() as AddressInfo
-  return { url: `http://127.0.0.1:${port}`, port, seen: server.seen, server }
-}
-
-/** A port nothing listens on (bound, read, released). */
-async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
+  const seen: SeenRequest[] = []
+  const upstream = await startUpstream(t, scripted(steps, seen))
+  return { url: upstream.url, port: upstream.port, seen }
 }
 
 const manifest = { name: 'arithmetic', version: '1.0.0', verifier: { kind: 'endpoint' as const, ref: 'http://127.0.0.1:9/score' } }
@@ -238,7 +199,14 @@ t.test('connection refused is retried up to maxAttempts, then thrown', async (t)
 
 t.test('connection refused, then the server comes up: the retry gets the answer', async (t) => {
   const port = await freePort()
-  const server = scriptedServer([ok])
+  // Not listening yet: it starts while the client waits before its second attempt.
+  const seen: SeenRequest[] = []
+  const answer = scripted([ok], seen)
+  const server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk: Buffer) => { body += chunk.toString() })
+    request.on('end', () => { void answer(request, response, { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body }) })
+  })
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
   const retries: RetryEvent[] = []
   const arbiter = new ArbiterClient({
@@ -251,7 +219,7 @@ t.test('connection refused, then the server comes up: the retry gets the answer'
   const result = await arbiter.verify(request)
   t.equal(result.reward, 1)
   t.equal(retries[0].error.code, 'CLIENT_CONNECTION_FAILED')
-  t.equal(server.seen.length, 1)
+  t.equal(seen.length, 1)
 })
 
 t.test('a Retry-After beyond the deadline gives up at once with the server\'s error', async (t) => {

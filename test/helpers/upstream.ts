@@ -58,3 +58,26 @@ export function json (status: number, value: unknown, headers: Record<string, st
     response.end(typeof value === 'string' ? value : JSON.stringify(value))
   }
 }
+
+export type ScriptStep = { status: number, json?: unknown, text?: string, headers?: Record<string, string> } | 'hang'
+
+export interface SeenRequest {
+  method: string
+  url: string
+  headers: IncomingMessage['headers']
+  body: any
+}
+
+/**
+ * Answers the n-th request with steps[n] (`'hang'` never answers; past the script a 599, so an
+ * extra call fails loudly) and records each request in `seen` with its JSON body parsed.
+ */
+export function scripted (steps: ScriptStep[], seen: SeenRequest[] = []): Handler {
+  return (_request, response, received) => {
+    seen.push({ method: received.method, url: received.url, headers: received.headers, body: received.body === '' ? undefined : JSON.parse(received.body) })
+    const step = steps[seen.length - 1] ?? { status: 599, text: 'script exhausted' }
+    if (step === 'hang') return
+    response.writeHead(step.status, { 'content-type': step.text === undefined ? 'application/json' : 'text/html', ...step.headers })
+    response.end(step.text ?? JSON.stringify(step.json))
+  }
+}

@@ -6,26 +6,19 @@ import type { Readable } from 'node:stream'
 import { snippet, VerificationError, type VerifierIdentity } from '../../errors.js'
 import type { RawVerdict } from '../../result.js'
 
-export class BodyTooLargeError extends Error {
-  constructor (readonly limit: number) {
-    super(`answer is over ${limit} bytes`)
-    this.name = 'BodyTooLargeError'
-  }
-}
-
-/** Reads a body up to `limit` bytes; past it, stops reading and throws, so memory stays bounded. */
-export async function readCapped (body: Readable, limit: number): Promise<string> {
+/** The first `limit` bytes of a body (an error page, for the message); the rest is dropped. */
+export async function readPrefix (body: Readable, limit: number): Promise<string> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {
-    size += (chunk as Buffer).length
-    if (size > limit) {
-      body.destroy()
-      throw new BodyTooLargeError(limit)
-    }
     chunks.push(chunk as Buffer)
+    size += (chunk as Buffer).length
+    if (size >= limit) {
+      body.destroy()
+      break
+    }
   }
-  return Buffer.concat(chunks).toString('utf8')
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8')
 }
 
 function describeValue (value: unknown): string {

@@ -7,8 +7,10 @@ import { Agent } from 'undici'
 import { VerificationError, snippet, type VerifierIdentity } from '../../errors.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
+import { networkErrorCode } from '../../network-error.js'
+import { retryAfterMs } from '../../retry-after.js'
 import { USER_AGENT } from '../../version.js'
-import { BodyTooLargeError, parseAnswer, readCapped } from './answer.js'
+import { parseAnswer, readPrefix } from './answer.js'
 import { EGRESS_DENIED, EgressGuard, type LookupFunction } from './egress.js'
 
 export const DEFAULT_TIMEOUT_S = 60
@@ -46,7 +48,7 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
     connect: { lookup: guard.lookup(options.lookup) }
   })
 
-  async function attempt (context: VerificationContext, url: URL, payload: string, signal: AbortSignal, deadline: number, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
+  async function attempt (context: VerificationContext, url: URL, payload: string, signal: AbortSignal, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
     const verifier: VerifierIdentity = { kind: 'endpoint', ref: context.manifest.verifier.ref }
     let response
     try {
@@ -69,17 +71,16 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
         return { retry: false, error: new VerificationError('ARB_ENDPOINT_REDIRECT', verifier, `endpoint answered ${statusCode}, a redirect${location}; redirects are not followed, use the final URL as ref`, { details: { status: statusCode } }) }
       }
       if (statusCode < 200 || statusCode >= 300) {
-        const peek = await readCapped(body, ERROR_BODY_PEEK_BYTES).catch(() => '')
+        const peek = await readPrefix(body, ERROR_BODY_PEEK_BYTES).catch(() => '')
         const retryable = statusCode === 429 || statusCode >= 500
         const error = new VerificationError('ARB_ENDPOINT_HTTP_STATUS', verifier, `endpoint answered ${statusCode}: ${snippet(peek) || '(empty body)'}`, { retryable, details: { status: statusCode } })
         const waitMs = retryAfterMs(headers['retry-after'])
         const asked = (statusCode === 429 || statusCode === 503) && waitMs !== undefined && waitMs <= MAX_RETRY_AFTER_MS
-        return { error, retry: asked && Date.now() + (waitMs ?? 0) < deadline, waitMs }
+        return { error, retry: asked, waitMs }
       }
-      const declared = Number(headers['content-length'])
-      if (Number.isFinite(declared) && declared > options.maxResponseBytes) {
+      if (Number(headers['content-length']) > options.maxResponseBytes) {
         body.destroy()
-        throw new BodyTooLargeError(options.maxResponseBytes)
+        return { retry: false, error: tooLarge(verifier, options.maxResponseBytes) }
       }
       // The Agent's maxResponseSize stops a body over the cap while it streams in.
       const text = await body.text()
@@ -111,7 +112,7 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
       const signal = controller.signal
       try {
         for (let number = 1; ; number++) {
-          const outcome = await attempt(context, url, payload, signal, deadline, number)
+          const outcome = await attempt(context, url, payload, signal, number)
           if (!('error' in outcome)) return outcome
           if (!outcome.retry || number > options.retries) throw outcome.error
           const waitMs = outcome.waitMs ?? jitter(BACKOFF_BASE_MS * 2 ** (number - 1))
@@ -144,6 +145,10 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
   }
 }
 
+function tooLarge (verifier: VerifierIdentity, maxBytes: number, cause?: unknown): VerificationError {
+  return new VerificationError('ARB_ENDPOINT_RESPONSE_TOO_LARGE', verifier, `endpoint answer is over the ${maxBytes} byte cap (ARBITER_ENDPOINT_MAX_BYTES)`, { cause })
+}
+
 function timeoutError (verifier: VerifierIdentity, timeoutMs: number): VerificationError {
   return new VerificationError('ARB_ENDPOINT_TIMEOUT', verifier, `endpoint did not answer within ${timeoutMs / 1000} s (set verifier.timeout_s to change the deadline)`)
 }
@@ -151,37 +156,18 @@ function timeoutError (verifier: VerifierIdentity, timeoutMs: number): Verificat
 /** Maps a socket-level failure to its code; only connect failures may be retried. */
 function classify (error: unknown, verifier: VerifierIdentity, signal: AbortSignal, timeoutMs: number, maxBytes: number): Attempt {
   if (signal.aborted) return { retry: false, error: timeoutError(verifier, timeoutMs) }
-  const code = findCode(error)
+  const code = networkErrorCode(error)
   const detail = (error as Error)?.message ?? String(error)
   const make = (name: ConstructorParameters<typeof VerificationError>[0], message: string): VerificationError =>
     new VerificationError(name, verifier, message, { cause: error })
   if (code === EGRESS_DENIED) return { retry: false, error: make('ARB_ENDPOINT_FORBIDDEN', `egress guard: ${detail}`) }
-  if (error instanceof BodyTooLargeError || code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
-    return { retry: false, error: make('ARB_ENDPOINT_RESPONSE_TOO_LARGE', `endpoint answer is over the ${maxBytes} byte cap (ARBITER_ENDPOINT_MAX_BYTES)`) }
-  }
+  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { retry: false, error: tooLarge(verifier, maxBytes, error) }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
     return { retry: code === 'EAI_AGAIN', error: make('ARB_ENDPOINT_DNS_FAILED', `endpoint host ${new URL(verifier.ref).hostname} did not resolve (${code})`) }
   }
   if (code === 'ECONNREFUSED') return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `connection refused by ${new URL(verifier.ref).host}: is the scorer running?`) }
   if (code !== undefined && CONNECT_FAILURES.has(code)) return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `could not connect to ${new URL(verifier.ref).host} (${code})`) }
   return { retry: false, error: make('ARB_ENDPOINT_CONNECTION_RESET', `connection to ${new URL(verifier.ref).host} failed before a full answer (${code ?? 'error'}: ${detail})`) }
-}
-
-function findCode (error: unknown): string | undefined {
-  for (let current = error as { code?: unknown, cause?: unknown } | undefined, depth = 0; current != null && depth < 5; current = current.cause as typeof current, depth++) {
-    if (typeof current.code === 'string' && current.code !== 'UND_ERR_SOCKET' && current.code !== 'UND_ERR_CONNECT') return current.code
-    if (typeof current.code === 'string' && current.cause == null) return current.code
-  }
-  return undefined
-}
-
-/** Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
-function retryAfterMs (header: string | string[] | undefined): number | undefined {
-  const value = Array.isArray(header) ? header[0] : header
-  if (value === undefined || value.trim() === '') return undefined
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
 }
 
 function jitter (ms: number): number {

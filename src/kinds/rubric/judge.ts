@@ -10,6 +10,8 @@ import { ArbiterError, snippet } from '../../errors.js'
 import { flattenTrajectory } from '../../trajectory.js'
 import type { Log } from '../../registry.js'
 import { Limiter } from './limiter.js'
+import { networkErrorCode } from '../../network-error.js'
+import { retryAfterMs } from '../../retry-after.js'
 
 export interface JudgeUsage {
   prompt_tokens: number
@@ -41,21 +43,8 @@ const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTF
 
 /** Seconds from a Retry-After header (delta-seconds or an HTTP date), or undefined. */
 export function parseRetryAfter (header: string | string[] | undefined, now = Date.now()): number | undefined {
-  const value = Array.isArray(header) ? header[0] : header
-  if (value === undefined || value.trim() === '') return undefined
-  if (/^\s*[0-9]+(\.[0-9]+)?\s*$/.test(value)) return Number(value)
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, (date - now) / 1000)
-}
-
-function errorCode (error: unknown): string | undefined {
-  let current: unknown = error
-  for (let depth = 0; depth < 4 && current !== null && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === 'string') return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
+  const ms = retryAfterMs(header, now)
+  return ms === undefined ? undefined : ms / 1000
 }
 
 export class JudgeClient {
@@ -114,7 +103,7 @@ export class JudgeClient {
         ({ status, text, retryAfter } = await this.#send(payload, signal))
       } catch (error) {
         if (signal.aborted) throw this.#timeout(error)
-        const code = errorCode(error)
+        const code = networkErrorCode(error)
         if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
           throw new ArbiterError('ARB_JUDGE_UNUSABLE', `the judge's answer is over ${this.#maxResponseBytes} bytes`, { cause: error })
         }

@@ -4,6 +4,7 @@ import t from 'tap'
 import type { LookupAddress } from 'node:dns'
 import { createServer, type Server } from 'node:net'
 import { buildTestApp, verifyBody } from '../../helpers/build-app.js'
+import { freePort } from '../../helpers/ports.js'
 import { json, startUpstream } from '../../helpers/upstream.js'
 import type { LookupFunction } from '../../../src/kinds/endpoint/egress.js'
 import { VERSION } from '../../../src/version.js'
@@ -217,10 +218,7 @@ t.test('an answer over the size cap is refused while reading, with or without co
 })
 
 t.test('connection refused is a retryable 502', async (t) => {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const port = (probe.address() as { port: number }).port
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  const port = await freePort()
   const { app } = await buildTestApp(t)
   const { status, body } = await verify(app, verifyBody('endpoint', `http://127.0.0.1:${port}/score`))
   t.equal(status, 502)
