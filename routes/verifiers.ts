@@ -13,11 +13,13 @@ const VerifiersSchema = Type.Object({
 
 export const verifierRoutes: FastifyPluginAsyncTypebox<{ registry: Registry }> = async (app, { registry }) => {
   app.get('/v1/verifiers', { schema: { tags: ['verification'], response: { 200: VerifiersSchema } } }, async () => {
+    const handlers = new Map(registry.handlers().map((handler) => [handler.kind, handler]))
     const kinds: Record<string, { available: boolean, [key: string]: unknown }> = {}
     for (const kind of VERIFIER_KINDS) {
-      kinds[kind] = registry.has(kind)
-        ? { available: true, ...registry.get(kind, '').describe() }
-        : { available: false, reason: 'not enabled on this instance' }
+      const handler = handlers.get(kind)
+      kinds[kind] = handler === undefined
+        ? { available: false, reason: 'not enabled on this instance' }
+        : { available: true, ...handler.describe() }
     }
     return { version: VERSION, kinds }
   })

@@ -90,20 +90,8 @@ export async function createRegistry (config: Config, log: Log, telemetry: Telem
     }))
   }
   if (!given.has('rubric')) {
-    registry.add(await createRubricKind({
-      rubricsDir: config.rubricsDir,
-      judgeBaseUrl: config.judgeBaseUrl,
-      judgeApiKey: config.judgeApiKey,
-      judgeModel: config.judgeModel,
-      judgeTimeoutS: config.judgeTimeoutS,
-      judgeConcurrency: config.judgeConcurrency,
-      judgeResponseFormat: config.judgeResponseFormat,
-      judgeMaxChars: config.judgeMaxChars,
-      judgeCacheSize: config.judgeCacheSize,
-      judgeCacheTtlS: config.judgeCacheTtlS,
-      log,
-      telemetry
-    }))
+    // RubricKindOptions picks its settings (rubricsDir, judge*) from Config by name.
+    registry.add(await createRubricKind({ ...config, log, telemetry }))
   }
   return registry
 }

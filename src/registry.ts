@@ -71,10 +71,6 @@ export class Registry {
     return this
   }
 
-  has (kind: VerifierKind): boolean {
-    return this.#handlers.has(kind)
-  }
-
   get (kind: VerifierKind, ref: string): KindHandler {
     const handler = this.#handlers.get(kind)
     if (handler === undefined) {
