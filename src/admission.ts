@@ -19,12 +19,17 @@ export class Admission {
   get inFlight (): number { return this.#inFlight }
   get queued (): number { return this.#waiting.length }
 
+  /** A slot at once, or undefined when all are taken (then `acquire` waits for one). */
+  tryAcquire (): Release | undefined {
+    if (this.#inFlight >= this.#maxInFlight) return undefined
+    this.#inFlight++
+    return this.#releaser()
+  }
+
   /** Waits for a slot; throws ARB_OVERLOADED when the queue is full. Call the release once. */
   async acquire (): Promise<Release> {
-    if (this.#inFlight < this.#maxInFlight) {
-      this.#inFlight++
-      return this.#releaser()
-    }
+    const free = this.tryAcquire()
+    if (free !== undefined) return free
     if (this.#waiting.length >= this.#maxQueue) {
       throw new ArbiterError('ARB_OVERLOADED',
         `${this.#inFlight} verifications in flight and ${this.#waiting.length} queued (ARBITER_MAX_IN_FLIGHT, ARBITER_MAX_QUEUE); retry shortly`,

@@ -2,24 +2,8 @@
 // `reward`; optional `success` (boolean), `message` and `output` (strings). Anything else is an
 // error, never a zero: a missing, null, string, boolean or non-finite reward included.
 import secureJson from 'secure-json-parse'
-import type { Readable } from 'node:stream'
 import { snippet, VerificationError, type VerifierIdentity } from '../../errors.js'
 import type { RawVerdict } from '../../result.js'
-
-/** The first `limit` bytes of a body (an error page, for the message); the rest is dropped. */
-export async function readPrefix (body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    chunks.push(chunk as Buffer)
-    size += (chunk as Buffer).length
-    if (size >= limit) {
-      body.destroy()
-      break
-    }
-  }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8')
-}
 
 function describeValue (value: unknown): string {
   if (value === undefined) return 'missing'

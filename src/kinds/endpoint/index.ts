@@ -7,10 +7,11 @@ import { Agent } from 'undici'
 import { VerificationError, snippet, type VerifierIdentity } from '../../errors.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
+import { exchange } from '../../http-exchange.js'
 import { networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
 import { USER_AGENT } from '../../version.js'
-import { parseAnswer, readPrefix } from './answer.js'
+import { parseAnswer } from './answer.js'
 import { EGRESS_DENIED, EgressGuard, type LookupFunction } from './egress.js'
 
 export const DEFAULT_TIMEOUT_S = 60
@@ -48,48 +49,37 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
     connect: { lookup: guard.lookup(options.lookup) }
   })
 
-  async function attempt (context: VerificationContext, url: URL, payload: string, signal: AbortSignal, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
+  async function attempt (context: VerificationContext, url: URL, payload: Buffer, signal: AbortSignal, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
     const verifier: VerifierIdentity = { kind: 'endpoint', ref: context.manifest.verifier.ref }
-    let response
+    let answer
     try {
-      response = await agent.request({
+      answer = await exchange(agent, {
         origin: url.origin,
         path: url.pathname + url.search,
-        method: 'POST',
         signal,
         headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': USER_AGENT, 'x-request-id': context.requestId },
-        body: payload
+        body: payload,
+        maxBytes: options.maxResponseBytes,
+        errorPeekBytes: ERROR_BODY_PEEK_BYTES
       })
     } catch (error) {
       return classify(error, verifier, signal, context.timeoutMs, options.maxResponseBytes)
     }
-    const { statusCode, headers, body } = response
-    try {
-      if (statusCode >= 300 && statusCode < 400) {
-        body.resume()
-        const location = typeof headers.location === 'string' ? ` to ${headers.location}` : ''
-        return { retry: false, error: new VerificationError('ARB_ENDPOINT_REDIRECT', verifier, `endpoint answered ${statusCode}, a redirect${location}; redirects are not followed, use the final URL as ref`, { details: { status: statusCode } }) }
-      }
-      if (statusCode < 200 || statusCode >= 300) {
-        const peek = await readPrefix(body, ERROR_BODY_PEEK_BYTES).catch(() => '')
-        const retryable = statusCode === 429 || statusCode >= 500
-        const error = new VerificationError('ARB_ENDPOINT_HTTP_STATUS', verifier, `endpoint answered ${statusCode}: ${snippet(peek) || '(empty body)'}`, { retryable, details: { status: statusCode } })
-        const waitMs = retryAfterMs(headers['retry-after'])
-        const asked = (statusCode === 429 || statusCode === 503) && waitMs !== undefined && waitMs <= MAX_RETRY_AFTER_MS
-        return { error, retry: asked, waitMs }
-      }
-      if (Number(headers['content-length']) > options.maxResponseBytes) {
-        body.destroy()
-        return { retry: false, error: tooLarge(verifier, options.maxResponseBytes) }
-      }
-      // The Agent's maxResponseSize stops a body over the cap while it streams in.
-      const text = await body.text()
-      const verdict = parseAnswer(text, verifier, statusCode)
-      return toVerifierResult(verdict, { kind: 'endpoint', ref: verifier.ref, status: statusCode, attempts: number }, context.manifest.verifier.pass_threshold)
-    } catch (error) {
-      if (error instanceof VerificationError) throw error
-      return classify(error, verifier, signal, context.timeoutMs, options.maxResponseBytes)
+    const { status, headers } = answer
+    if (status >= 300 && status < 400) {
+      const location = typeof headers.location === 'string' ? ` to ${headers.location}` : ''
+      return { retry: false, error: new VerificationError('ARB_ENDPOINT_REDIRECT', verifier, `endpoint answered ${status}, a redirect${location}; redirects are not followed, use the final URL as ref`, { details: { status } }) }
     }
+    if (status < 200 || status >= 300) {
+      const peek = answer.body.subarray(0, ERROR_BODY_PEEK_BYTES).toString('utf8')
+      const retryable = status === 429 || status >= 500
+      const error = new VerificationError('ARB_ENDPOINT_HTTP_STATUS', verifier, `endpoint answered ${status}: ${snippet(peek) || '(empty body)'}`, { retryable, details: { status } })
+      const waitMs = retryAfterMs(headers['retry-after'])
+      const asked = (status === 429 || status === 503) && waitMs !== undefined && waitMs <= MAX_RETRY_AFTER_MS
+      return { error, retry: asked, waitMs }
+    }
+    const verdict = parseAnswer(answer.body.toString('utf8'), verifier, status)
+    return toVerifierResult(verdict, { kind: 'endpoint', ref: verifier.ref, status, attempts: number }, context.manifest.verifier.pass_threshold)
   }
 
   return {
@@ -103,7 +93,7 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
       const problem = guard.urlProblem(url)
       if (problem !== undefined) throw new VerificationError('ARB_ENDPOINT_FORBIDDEN', verifier, `egress guard: ${problem}`)
 
-      const payload = JSON.stringify({ task: context.task, trajectory: context.trajectory })
+      const payload = Buffer.from(JSON.stringify({ task: context.task, trajectory: context.trajectory }))
       // One deadline for the whole exchange. A controller and a timer cost less per request
       // than AbortSignal.timeout on Node 20, and this runs for every verification.
       const deadline = Date.now() + context.timeoutMs

@@ -10,7 +10,7 @@ import { flattenTrajectory } from '../../trajectory.js'
 import type { RubricJudgeResult } from '../../../schemas/result.js'
 import { LruTtlCache } from './cache.js'
 import { JudgeClient, type Completion, type JudgeUsage } from './judge.js'
-import { answerSchema, buildMessages, drawBoundary, reaskMessages, truncateMiddle, type ChatMessage } from './prompt.js'
+import { JudgeRequestTemplate, drawBoundary, reaskMessages, truncateMiddle, userMessage, type ChatMessage } from './prompt.js'
 import type { Rubric } from './rubric.js'
 import { RubricStore } from './store.js'
 import { aggregate, checkAnswer, score, type Aggregate, type JudgeAnswer } from './verdict.js'
@@ -69,27 +69,29 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
     })
   const cache = new LruTtlCache<Judged>({ max: options.judgeCacheSize, ttlMs: options.judgeCacheTtlS * 1000, now: options.now })
 
-  // Rubric objects are immutable snapshot members: their answer schema is built once.
-  const schemas = new WeakMap<Rubric, Record<string, unknown>>()
-  const schemaOf = (rubric: Rubric): Record<string, unknown> => {
-    let schema = schemas.get(rubric)
-    if (schema === undefined) schemas.set(rubric, schema = answerSchema(rubric))
-    return schema
+  // Rubric objects are immutable snapshot members: their request template is built once, for
+  // tasks with a reference and for tasks without (the rules mention it).
+  const templates = new WeakMap<Rubric, Array<JudgeRequestTemplate | undefined>>()
+  const templateOf = (rubric: Rubric, model: string, hasReference: boolean): JudgeRequestTemplate => {
+    let pair = templates.get(rubric)
+    if (pair === undefined) templates.set(rubric, pair = [undefined, undefined])
+    const slot = hasReference ? 1 : 0
+    return pair[slot] ??= new JudgeRequestTemplate(rubric, { model, temperature: rubric.judge.temperature ?? 0, responseFormat: options.judgeResponseFormat }, hasReference)
   }
 
   const fail = (code: ConstructorParameters<typeof VerificationError>[0], ref: string, message: string, extra: ConstructorParameters<typeof VerificationError>[3] = {}): VerificationError =>
     new VerificationError(code, { kind: 'rubric', ref }, message, extra)
 
   /** One judge answer for the rubric: a call, and one re-ask with the problem if it is unusable. */
-  async function judgeOnce (rubric: Rubric, ref: string, body: Record<string, unknown>, messages: ChatMessage[], signal: AbortSignal, deadline: number, judged: Judged): Promise<JudgeAnswer> {
+  async function judgeOnce (rubric: Rubric, ref: string, request: { template: JudgeRequestTemplate, boundary: string, user: string }, signal: AbortSignal, deadline: number, judged: Judged): Promise<JudgeAnswer> {
     const client = judge as JudgeClient
-    let conversation = messages
+    let conversation: ChatMessage[] = [{ role: 'user', content: request.user }]
     let problem = ''
     let content = ''
     for (let round = 0; round < 2; round++) {
       let completion: Completion
       try {
-        completion = await client.complete({ ...body, messages: conversation }, signal, deadline)
+        completion = await client.complete(request.template.body(request.boundary, conversation), signal, deadline)
       } catch (error) {
         telemetry({ type: 'judge_call', outcome: error instanceof ArbiterError ? error.code : 'error' })
         /* c8 ignore next -- the client only throws ArbiterErrors; anything else is a bug the registry reports */
@@ -113,7 +115,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       log.warn({ rubric: rubric.ref, round, problem: snippet(problem, 300) }, 'judge answer unusable')
       if (round === 0) {
         judged.reasks++
-        conversation = reaskMessages(messages, content, problem)
+        conversation = [...conversation, ...reaskMessages(content, problem)]
       }
     }
     throw fail('ARB_JUDGE_UNUSABLE', ref, `rubric ${rubric.ref}: the judge's answer was unusable after one re-ask: ${snippet(problem, 300)}`,
@@ -179,13 +181,11 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       return result(hit, true)
     }
 
-    const messages = buildMessages({ rubric, taskPrompt, reference, trajectory: trajectory.text, boundary: drawBoundary([taskPrompt ?? '', reference ?? '', trajectory.text]) })
-    const body: Record<string, unknown> = {
-      model,
-      temperature,
-      response_format: options.judgeResponseFormat === 'json_schema'
-        ? { type: 'json_schema', json_schema: { name: 'rubric_verdict', strict: true, schema: schemaOf(rubric) } }
-        : { type: 'json_object' }
+    const boundary = drawBoundary([taskPrompt ?? '', reference ?? '', trajectory.text])
+    const request = {
+      template: templateOf(rubric, model, reference !== undefined),
+      boundary,
+      user: userMessage({ taskPrompt, reference, trajectory: trajectory.text, boundary })
     }
     // One controller for the whole verification: the deadline aborts it, and so does the first
     // failing sample (the others stop). Cheaper than AbortSignal.any, which is slow on Node 20.
@@ -197,7 +197,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
     const judged: Judged = { aggregate: { dimensions: {}, confidence: 0, evidence: [], disagreement: 0 }, models: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, calls: 0, reasks: 0 }
     let answers: JudgeAnswer[]
     try {
-      answers = await Promise.all(Array.from({ length: samples }, async () => await judgeOnce(rubric, ref, body, messages, signal, deadline, judged)))
+      answers = await Promise.all(Array.from({ length: samples }, async () => await judgeOnce(rubric, ref, request, signal, deadline, judged)))
     } catch (error) {
       stop.abort(error) // the other samples stop: one failed sample fails the verification
       throw error

@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import sjson from 'secure-json-parse'
 import { Pool } from 'undici'
+import { exchange } from '../../http-exchange.js'
 import { ArbiterError, snippet } from '../../errors.js'
 import { flattenTrajectory } from '../../trajectory.js'
 import type { Log } from '../../registry.js'
@@ -38,6 +39,9 @@ export interface JudgeClientOptions {
   retryBaseMs?: number
   maxResponseBytes?: number
 }
+
+/** Of an error answer only this much is read: it is quoted cut short anyway. */
+const ERROR_BODY_PEEK_BYTES = 4096
 
 const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED'])
 
@@ -92,8 +96,8 @@ export class JudgeClient {
     return snippet(clean, max)
   }
 
-  async complete (body: Record<string, unknown>, signal: AbortSignal, deadline: number): Promise<Completion> {
-    const payload = JSON.stringify(body)
+  /** Sends a chat-completions request body (JSON) and returns the judge's completion. */
+  async complete (payload: Buffer, signal: AbortSignal, deadline: number): Promise<Completion> {
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= this.#retries
       let status: number
@@ -129,12 +133,11 @@ export class JudgeClient {
     }
   }
 
-  async #send (payload: string, signal: AbortSignal): Promise<{ status: number, text: string, retryAfter: number | undefined }> {
+  async #send (payload: Buffer, signal: AbortSignal): Promise<{ status: number, text: string, retryAfter: number | undefined }> {
     const release = await this.#limiter.acquire(signal)
     try {
-      const response = await this.#pool.request({ method: 'POST', path: this.#path, headers: this.#headers, body: payload, signal })
-      const text = await response.body.text()
-      return { status: response.statusCode, text, retryAfter: parseRetryAfter(response.headers['retry-after']) }
+      const answer = await exchange(this.#pool, { path: this.#path, headers: this.#headers, body: payload, signal, maxBytes: this.#maxResponseBytes, errorPeekBytes: ERROR_BODY_PEEK_BYTES })
+      return { status: answer.status, text: answer.body.toString('utf8'), retryAfter: parseRetryAfter(answer.headers['retry-after']) }
     } finally {
       release()
     }
