@@ -34,7 +34,7 @@ export const RubricJudgeResultSchema = Type.Object({
   failed_criteria: Type.Array(Type.String()),
   dimension_scores: Type.Array(DimensionScoreSchema),
   truncated: Type.Optional(Type.Boolean({ description: 'The trajectory was cut to the judge budget' })),
-  cached: Type.Optional(Type.Boolean({ description: 'Served from the verdict cache' })),
+  cached: Type.Optional(Type.Boolean({ description: 'Served from the verdict cache, or shared with an identical verification judged at the same moment' })),
   verifier: ProvenanceSchema
 })
 export type RubricJudgeResult = Omit<Static<typeof RubricJudgeResultSchema>, 'verifier'> & { verifier: Provenance }

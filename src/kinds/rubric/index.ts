@@ -68,6 +68,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       maxResponseBytes: options.judgeMaxResponseBytes
     })
   const cache = new LruTtlCache<Judged>({ max: options.judgeCacheSize, ttlMs: options.judgeCacheTtlS * 1000, now: options.now })
+  const inFlight = new Map<string, Promise<Judged>>()
 
   // Rubric objects are immutable snapshot members: their request template is built once, for
   // tasks with a reference and for tasks without (the rules mention it).
@@ -180,19 +181,41 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       telemetry({ type: 'judge_cache_hit' })
       return result(hit, true)
     }
+    // Identical verifications that miss at the same moment (a GRPO group often holds the same
+    // short completion several times) share one judgement, success or failure, instead of each
+    // calling the judge. Same ref and deadline too, so each gets exactly what it would have.
+    const flight = cache.enabled ? `${key} ${context.timeoutMs} ${ref}` : ''
+    const shared = cache.enabled ? inFlight.get(flight) : undefined
+    if (shared !== undefined) {
+      const judged = await shared
+      telemetry({ type: 'judge_cache_hit' })
+      return result(judged, true)
+    }
+    const judging = judgeNow(rubric, ref, model, samples, { taskPrompt, reference, trajectory: trajectory.text }, context.timeoutMs)
+    if (cache.enabled) {
+      inFlight.set(flight, judging)
+      const landed = (): void => { inFlight.delete(flight) }
+      judging.then(landed, landed)
+    }
+    const judged = await judging
+    cache.set(key, judged)
+    return result(judged, false)
+  }
 
-    const boundary = drawBoundary([taskPrompt ?? '', reference ?? '', trajectory.text])
+  /** Asks the judge (`samples` times, concurrently) within one deadline; checked and aggregated. */
+  async function judgeNow (rubric: Rubric, ref: string, model: string, samples: number, texts: { taskPrompt: string | undefined, reference: string | undefined, trajectory: string }, timeoutMs: number): Promise<Judged> {
+    const boundary = drawBoundary([texts.taskPrompt ?? '', texts.reference ?? '', texts.trajectory])
     const request = {
-      template: templateOf(rubric, model, reference !== undefined),
+      template: templateOf(rubric, model, texts.reference !== undefined),
       boundary,
-      user: userMessage({ taskPrompt, reference, trajectory: trajectory.text, boundary })
+      user: userMessage({ ...texts, boundary })
     }
     // One controller for the whole verification: the deadline aborts it, and so does the first
     // failing sample (the others stop). Cheaper than AbortSignal.any, which is slow on Node 20.
-    const deadline = Date.now() + context.timeoutMs
+    const deadline = Date.now() + timeoutMs
     const stop = new AbortController()
     const signal = stop.signal
-    const timer = setTimeout(() => { stop.abort(new DOMException('the judge deadline passed', 'TimeoutError')) }, context.timeoutMs)
+    const timer = setTimeout(() => { stop.abort(new DOMException('the judge deadline passed', 'TimeoutError')) }, timeoutMs)
     timer.unref()
     const judged: Judged = { aggregate: { dimensions: {}, confidence: 0, evidence: [], disagreement: 0 }, models: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, calls: 0, reasks: 0 }
     let answers: JudgeAnswer[]
@@ -205,8 +228,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       clearTimeout(timer)
     }
     judged.aggregate = aggregate(answers, rubric)
-    cache.set(key, judged)
-    return result(judged, false)
+    return judged
   }
 
   return {

@@ -340,6 +340,27 @@ t.test('caching: a hit skips the judge; failures are never cached', async (t) =>
   t.match(kind.describe(), { cache: { enabled: true, max: 10, ttl_s: 60 } })
 })
 
+t.test('single flight: identical verifications missing at the same moment share one judgement', async (t) => {
+  const { judge, kind } = await setup(t, [
+    { content: GOOD_MATH, delayMs: 50 },
+    { status: 400, body: 'bad request', delayMs: 50 },
+    { content: GOOD_MATH }
+  ], { judgeCacheSize: 10 })
+  const together = await Promise.all(Array.from({ length: 5 }, async () => await kind.verify(context('acme/math', TASK, '4')) as RubricJudgeResult))
+  t.equal(judge.requests.length, 1, 'five identical requests, one judge call')
+  t.same(together.map((result) => result.cached), [false, true, true, true, true], 'the followers say they did not call the judge')
+  t.same(together.map((result) => result.score), Array(5).fill(together[0].score))
+
+  // A failure is shared by those waiting on it, and never cached: the next request asks again.
+  const failures = await Promise.all(Array.from({ length: 3 }, async () => await failure(kind.verify(context('acme/math', TASK, '7')))))
+  t.same(failures.map((error) => error.code), Array(3).fill('ARB_JUDGE_HTTP_STATUS'))
+  t.same(failures.map((error) => error.verifier), Array(3).fill({ kind: 'rubric', ref: 'acme/math' }), 'each names the ref')
+  t.equal(judge.requests.length, 2, 'the three shared one failed call')
+  const retried = await kind.verify(context('acme/math', TASK, '7')) as RubricJudgeResult
+  t.equal(retried.cached, false)
+  t.equal(judge.requests.length, 3)
+})
+
 t.test('samples: N concurrent calls averaged per dimension, confidence lowered by disagreement', async (t) => {
   const scores = [1, 0.5, 0]
   const { judge, kind } = await setup(t, (_request, index) => ({
