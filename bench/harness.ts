@@ -15,10 +15,11 @@ export const UPSTREAM_JS = `${DIST}bench/servers/upstream.js`
 export const PROXY_JS = `${DIST}bench/servers/proxy.js`
 export const TRIVIAL_JS = `${DIST}bench/servers/trivial.js`
 const LOAD_JS = `${DIST}bench/load.js`
+/** Seconds of each measured run (BENCH_SECONDS, 8 by default). */
+export const BENCH_SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 
 export interface Running {
   url: string
-  port: number
   child: ChildProcess
   stop: () => Promise<void>
 }
@@ -45,7 +46,6 @@ export async function start (script: string, env: Record<string, string> = {}): 
   }
   return {
     url,
-    port,
     child,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return
@@ -59,7 +59,7 @@ export async function start (script: string, env: Record<string, string> = {}): 
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
-export function cpuSeconds (pid: number): number {
+function cpuSeconds (pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100 // utime + stime, in clock ticks of 10 ms
@@ -75,7 +75,7 @@ export async function measure (server: Running, spec: Partial<LoadSpec> & Pick<L
 
 /** Runs one load in a separate process and returns its figures. */
 export async function load (spec: Partial<LoadSpec> & Pick<LoadSpec, 'url' | 'body'>): Promise<LoadResult> {
-  const full: LoadSpec = { connections: 10, durationS: Number(process.env.BENCH_SECONDS ?? 8), latencyS: 0, ...spec }
+  const full: LoadSpec = { connections: 10, durationS: BENCH_SECONDS, latencyS: 0, ...spec }
   const child = spawn(process.execPath, [LOAD_JS, JSON.stringify(full)], { stdio: ['ignore', 'pipe', 'inherit'] })
   let out = ''
   child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })

@@ -11,16 +11,12 @@ import { once } from 'node:events'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { BASELINE_JS, SERVER_JS, TRIVIAL_JS, goal, load, report, start } from './harness.js'
+import { BASELINE_JS, BENCH_SECONDS, SERVER_JS, TRIVIAL_JS, goal, load, report, start, verifyPayload } from './harness.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const EXAMPLES = `${ROOT}examples/plugins`
 
 await main()
-
-function payload (name: string, ref: string, task: unknown, trajectory: unknown): string {
-  return JSON.stringify({ manifest: { name, version: '1.0.0', verifier: { kind: 'plugin', ref } }, task, trajectory })
-}
 
 /** Fresh interpreter per call: start python, import verify.py, score once, exit. */
 async function spawnPerCall (python: string, seconds: number, concurrency: number): Promise<number> {
@@ -44,7 +40,7 @@ async function spawnPerCall (python: string, seconds: number, concurrency: numbe
 
 async function main (): Promise<void> {
   const connections = 50
-  const seconds = Number(process.env.BENCH_SECONDS ?? 8)
+  const seconds = BENCH_SECONDS
   // ARBITER_PLUGIN_WORKERS, when set, is passed on to the server (default: the number of cores).
   const serverEnv: Record<string, string> = { LOG_LEVEL: 'info' }
   if (process.env.ARBITER_PLUGIN_WORKERS !== undefined) serverEnv.ARBITER_PLUGIN_WORKERS = process.env.ARBITER_PLUGIN_WORKERS
@@ -52,8 +48,8 @@ async function main (): Promise<void> {
   const arbiter = await start(SERVER_JS, serverEnv)
   console.log(`${availableParallelism()} cores; plugin workers per plugin: ${serverEnv.ARBITER_PLUGIN_WORKERS ?? 'default (cores)'}`)
 
-  const python = payload('arithmetic', 'verify:score_arithmetic', { prompt: 'What is 2+2?', reference: '4' }, 'The answer is 4')
-  const js = payload('exact-match-js', 'verify:exactMatch', { prompt: 'What is 2+2?', reference: '4' }, 'The answer is 4')
+  const python = verifyPayload('plugin', 'verify:score_arithmetic', { name: 'arithmetic' })
+  const js = verifyPayload('plugin', 'verify:exactMatch', { name: 'exact-match-js' })
   // The same HTTP path with a kind that answers at once, to tell the HTTP layer's share of the
   // cost from the worker round trip's.
   const noop = await start(TRIVIAL_JS)

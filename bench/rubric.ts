@@ -9,34 +9,26 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { BASELINE_JS, SERVER_JS, goal, load, report, start, verifyPayload } from './harness.js'
+import type { LoadResult } from './load.js'
+import { chatCompletion } from '../test/helpers/fake-judge.js'
 
 const connections = 50
 const RUBRICS = fileURLToPath(new URL('../../examples/rubrics/', import.meta.url))
 const REF = 'alice/arithmetic-correctness'
 
 // The judge: answers every chat completion at once with a valid verdict for the rubric above.
-const completion = JSON.stringify({
-  id: 'chatcmpl-bench',
-  object: 'chat.completion',
-  created: 1_700_000_000,
+const completion = JSON.stringify(chatCompletion({
   model: 'bench-judge',
-  choices: [{
-    index: 0,
-    finish_reason: 'stop',
-    message: {
-      role: 'assistant',
-      content: JSON.stringify({
-        dimension_scores: [
-          { dimension: 'correctness', reason: 'the final answer is 4', unmet_criteria: [], score: 1 },
-          { dimension: 'working', reason: 'no working shown', unmet_criteria: ['C3'], score: 0.5 }
-        ],
-        evidence: ['The answer is 4'],
-        confidence: 0.9
-      })
-    }
-  }],
+  content: JSON.stringify({
+    dimension_scores: [
+      { dimension: 'correctness', reason: 'the final answer is 4', unmet_criteria: [], score: 1 },
+      { dimension: 'working', reason: 'no working shown', unmet_criteria: ['C3'], score: 0.5 }
+    ],
+    evidence: ['The answer is 4'],
+    confidence: 0.9
+  }),
   usage: { prompt_tokens: 400, completion_tokens: 60, total_tokens: 460 }
-})
+}))
 let judged = 0
 const judge = createServer((req, res) => {
   req.resume()
@@ -66,26 +58,22 @@ async function check (url: string): Promise<void> {
   if (response.status !== 200) throw new Error(`/v1/verify answered ${response.status}: ${text}`)
 }
 
-const baseline = await start(BASELINE_JS)
-await load({ url: `${baseline.url}/v1/verify`, body, connections, durationS: 2 })
-const base = await load({ url: `${baseline.url}/v1/verify`, body, connections })
-await baseline.stop()
+/** Starts a server, warms it up, measures one run (and the judge calls it made), stops it. */
+async function run (script: string, env: Record<string, string> = {}): Promise<{ result: LoadResult, judgeCalls: number }> {
+  const server = await start(script, env)
+  const url = `${server.url}/v1/verify`
+  if (script === SERVER_JS) await check(server.url)
+  await load({ url, body, connections, durationS: 2 })
+  const before = judged
+  const result = await load({ url, body, connections })
+  const judgeCalls = judged - before
+  await server.stop()
+  return { result, judgeCalls }
+}
 
-const uncached = await start(SERVER_JS, arbiterEnv(0))
-await check(uncached.url)
-await load({ url: `${uncached.url}/v1/verify`, body, connections, durationS: 2 })
-const before = judged
-const rubric = await load({ url: `${uncached.url}/v1/verify`, body, connections })
-const judgeCalls = judged - before
-await uncached.stop()
-
-const cached = await start(SERVER_JS, arbiterEnv(10_000))
-await check(cached.url)
-await load({ url: `${cached.url}/v1/verify`, body, connections, durationS: 2 })
-const beforeHits = judged
-const hit = await load({ url: `${cached.url}/v1/verify`, body, connections })
-const hitJudgeCalls = judged - beforeHits
-await cached.stop()
+const { result: base } = await run(BASELINE_JS)
+const { result: rubric, judgeCalls } = await run(SERVER_JS, arbiterEnv(0))
+const { result: hit, judgeCalls: hitJudgeCalls } = await run(SERVER_JS, arbiterEnv(10_000))
 
 report(`rubric kind, ${connections} connections`, [
   { name: 'baseline: bare Fastify POST (same schema)', result: base },

@@ -17,7 +17,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Manifest, Task, VerifyRequest } from '../schemas/verify.js'
 import type { VerifyResponse } from '../schemas/result.js'
 import type { ErrorBody } from '../schemas/error.js'
+import { networkErrorCode } from './network-error.js'
 import { retryAfterMs } from './retry-after.js'
+import { snippet } from './snippet.js'
 
 export type { ErrorBody, Manifest, Task, VerifyRequest, VerifyResponse }
 
@@ -322,7 +324,7 @@ export class ArbiterClient {
       parseError = cause
     }
     if (response.status >= 200 && response.status < 300) {
-      if (parseError !== undefined) throw badResponse(`a ${response.status} answer that is not JSON: ${cut(text)}`, response.status, parseError)
+      if (parseError !== undefined) throw badResponse(`a ${response.status} answer that is not JSON: ${snippet(text)}`, response.status, parseError)
       return parsed
     }
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'))
@@ -330,7 +332,7 @@ export class ArbiterClient {
     // Not Arbiter speaking (a proxy, a load balancer): only a 503 that names a time is retried.
     throw new ArbiterClientError({
       code: 'CLIENT_HTTP_STATUS',
-      message: `HTTP ${response.status} without an Arbiter error body: ${cut(text)}`,
+      message: `HTTP ${response.status} without an Arbiter error body: ${snippet(text)}`,
       status: response.status,
       retryable: response.status === 503 && retryAfterMs !== undefined,
       ...(retryAfterMs === undefined ? {} : { retryAfterMs })
@@ -397,14 +399,8 @@ function badResponse (message: string, status?: number, cause?: unknown): Arbite
 
 function describe (error: unknown): string {
   if (!(error instanceof Error)) return String(error)
-  const cause = error.cause as { code?: unknown, message?: unknown } | undefined
-  const detail = cause?.code ?? cause?.message
+  const detail = networkErrorCode(error) ?? (error.cause as { message?: unknown } | undefined)?.message
   return detail === undefined ? error.message : `${error.message} (${String(detail)})`
-}
-
-function cut (text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat
 }
 
 function positive (name: string, value: number): number {

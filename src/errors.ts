@@ -134,9 +134,3 @@ export class DuplicateKindError extends Error {
     this.name = 'DuplicateKindError'
   }
 }
-
-/** Cut untrusted upstream text for a message a person reads. */
-export function snippet (text: string, max = 200): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat
-}

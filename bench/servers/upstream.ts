@@ -10,6 +10,4 @@ const server = createServer((request, response) => {
   })
 })
 server.keepAliveTimeout = 30_000
-server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
-  process.stdout.write(`listening ${String((server.address() as { port: number }).port)}\n`)
-})
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1')

@@ -2,7 +2,8 @@
 // `reward`; optional `success` (boolean), `message` and `output` (strings). Anything else is an
 // error, never a zero: a missing, null, string, boolean or non-finite reward included.
 import secureJson from 'secure-json-parse'
-import { snippet, VerificationError, type VerifierIdentity } from '../../errors.js'
+import { VerificationError, type VerifierIdentity } from '../../errors.js'
+import { snippet } from '../../snippet.js'
 import type { RawVerdict } from '../../result.js'
 
 function describeValue (value: unknown): string {

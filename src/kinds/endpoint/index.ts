@@ -4,7 +4,8 @@
 // egress guard in front of every socket.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent } from 'undici'
-import { VerificationError, snippet, type VerifierIdentity } from '../../errors.js'
+import { VerificationError, type VerifierIdentity } from '../../errors.js'
+import { snippet } from '../../snippet.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
 import { exchange } from '../../http-exchange.js'

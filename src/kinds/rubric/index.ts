@@ -4,7 +4,8 @@
 // nothing here ever answers a 0 in place of a verdict.
 import { createHash } from 'node:crypto'
 import type { Config } from '../../config.js'
-import { ArbiterError, VerificationError, snippet } from '../../errors.js'
+import { ArbiterError, VerificationError } from '../../errors.js'
+import { snippet } from '../../snippet.js'
 import { noTelemetry, type KindHandler, type Log, type Telemetry, type VerificationContext } from '../../registry.js'
 import { flattenTrajectory } from '../../trajectory.js'
 import type { RubricJudgeResult } from '../../../schemas/result.js'
