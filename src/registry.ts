@@ -97,12 +97,22 @@ export class Registry {
       outcome = await handler.verify({ ...request, timeoutMs: this.timeoutMs(handler, request.manifest) })
     } catch (error) {
       if (error instanceof VerificationError) throw error
-      if (error instanceof ArbiterError) throw new VerificationError(error.code, verifier, error.message, { cause: error, retryable: error.retryable })
+      if (error instanceof ArbiterError) {
+        // A kind's own code stands (a 502 of its kind, a 503 while shutting down); an internal
+        // error from inside a verifier is still a verifier that failed, never a 500.
+        const code = error.statusCode === 500 ? 'ARB_VERIFIER_FAILED' : error.code
+        throw new VerificationError(code, verifier, error.message, { cause: error, retryable: error.retryable, details: error.details, retryAfter: error.retryAfter })
+      }
       request.log.error({ err: error, verifier }, 'verifier failed unexpectedly')
       throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier failed unexpectedly: ${(error as Error)?.message ?? String(error)}`, { cause: error })
     }
     if (typeof outcome?.reward !== 'number' || !Number.isFinite(outcome.reward)) {
       throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier produced no finite reward`)
+    }
+    // The answer must say which verifier produced it (the response schema requires it): a
+    // result without one would otherwise fail in serialization, as a 500.
+    if (typeof outcome.verifier?.kind !== 'string' || typeof outcome.verifier.ref !== 'string') {
+      throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier's result does not name its verifier (verifier.kind, verifier.ref)`)
     }
     return outcome
   }

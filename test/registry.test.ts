@@ -1,5 +1,5 @@
 import t from 'tap'
-import { DuplicateKindError, VerificationError } from '../src/errors.js'
+import { ArbiterError, DuplicateKindError, VerificationError } from '../src/errors.js'
 import { Registry, type KindHandler, type Log } from '../src/registry.js'
 
 const silent: Log = { debug () {}, info () {}, warn () {}, error () {} }
@@ -36,6 +36,26 @@ t.test('a handler that crashes or returns no finite reward is a 502, never a 0',
     t.ok(error instanceof VerificationError, String(bad))
     t.match(error, { code: 'ARB_VERIFIER_FAILED', statusCode: 502, verifier: { kind: 'plugin', ref: 'verify:score' } })
   }
+})
+
+t.test('a result that does not name its verifier is a 502, not a 500 from the serializer', async (t) => {
+  const registry = new Registry({ maxTimeoutS: 600 })
+  let verifier: unknown
+  registry.add(handler('plugin', async () => ({ reward: 1, success: true, message: '', output: '', verifier }) as never))
+  for (const bad of [undefined, null, {}, { kind: 'plugin' }, { kind: 'plugin', ref: 7 }]) {
+    verifier = bad
+    await t.rejects(registry.verify(request('plugin', 'verify:score')), { code: 'ARB_VERIFIER_FAILED', statusCode: 502, verifier: { kind: 'plugin', ref: 'verify:score' } }, JSON.stringify(bad))
+  }
+})
+
+t.test('an ArbiterError from a kind names the verifier and keeps its details; an internal one is a 502', async (t) => {
+  const registry = new Registry({ maxTimeoutS: 600 })
+  let thrown: Error = new Error('unset')
+  registry.add(handler('endpoint', async () => { throw thrown }))
+  thrown = new ArbiterError('ARB_ENDPOINT_HTTP_STATUS', 'endpoint answered 503', { details: { status: 503 }, retryAfter: 2 })
+  await t.rejects(registry.verify(request('endpoint', 'http://x/score')), { code: 'ARB_ENDPOINT_HTTP_STATUS', statusCode: 502, details: { status: 503 }, retryAfter: 2, verifier: { kind: 'endpoint', ref: 'http://x/score' } })
+  thrown = new ArbiterError('ARB_INTERNAL', 'a bug inside the kind')
+  await t.rejects(registry.verify(request('endpoint', 'http://x/score')), { code: 'ARB_VERIFIER_FAILED', statusCode: 502, message: 'a bug inside the kind', verifier: { kind: 'endpoint', ref: 'http://x/score' } })
 })
 
 t.test('the deadline is the manifest\'s timeout_s or the kind default, capped', async (t) => {

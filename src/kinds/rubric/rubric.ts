@@ -99,5 +99,7 @@ export function dimensionProblems (dimensions: Dimension[]): string | undefined 
     seen.add(dimension.name)
   }
   if (dimensions.every((dimension) => dimension.weight === 0)) return 'at least one dimension needs a weight above 0'
+  // Weights that add up past the largest number would make every score 0 or NaN.
+  if (!Number.isFinite(dimensions.reduce((sum, dimension) => sum + dimension.weight, 0))) return 'the dimension weights add up to more than a number can hold'
   return undefined
 }

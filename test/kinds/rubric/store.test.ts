@@ -100,6 +100,7 @@ t.test('parsing: formats and the reasons files are refused', async (t) => {
   t.match(reason('yaml', 'title: x\ndimensions:\n  - {name: a, description: d}\n  - {name: a, description: e}'), /dimension "a" appears twice/)
   t.match(reason('yaml', 'title: x\ndimensions:\n  - {name: a, description: d, weight: 0}'), /weight above 0/)
   t.match(reason('yaml', 'title: x\ndimensions:\n  - {name: a, description: d, weight: -1}'), /weight: must be >= 0/)
+  t.match(reason('yaml', 'title: x\ndimensions:\n  - {name: a, description: d, weight: 1e308}\n  - {name: b, description: e, weight: 1e308}'), /weights add up to more than a number can hold/, 'never a score of 0 from an overflowing weight sum')
   t.match(reason('yaml', 'title: x\npass_threshold: 2\ndimensions:\n  - {name: a, description: d}'), /pass_threshold: must be <= 1/)
   t.match(reason('yaml', 'title: x\njudge: {samples: 0}\ndimensions:\n  - {name: a, description: d}'), /samples: must be >= 1/)
   t.match(reason('yaml', 'a: &a [*a]\n'), /^YAML|schema/)
