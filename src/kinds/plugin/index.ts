@@ -77,7 +77,10 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
   const retired = new Set<PluginPool>()
   let closed = false
 
-  const refuse = (plugin: PluginEntry, reason: string): void => {
+  const refuse = (vetted: PluginEntry, reason: string): void => {
+    // A pool outlives reloads that left its files alone, so the entry it was made for may be
+    // from an older catalog: refuse the one the current catalog holds for the same files.
+    const plugin = state.catalog.plugins.find((entry) => entry.path === vetted.path && entry.digest === vetted.digest) ?? vetted
     if (plugin.status === 'refused') return
     plugin.status = 'refused'
     plugin.reason = reason

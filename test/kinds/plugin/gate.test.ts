@@ -147,6 +147,19 @@ t.test('a plugin whose files change after vetting is refused before its worker s
   t.equal((await failure(call(kind, 'gated', 'verify:score'))).code, 'ARB_PLUGIN_NOT_VETTED', 'and stays refused')
 })
 
+t.test('files that change after a reload that kept the plugin are refused all the same', async (t) => {
+  const { root } = await markerPlugins(t)
+  // One call per worker: every call starts a worker, so every call passes the digest check.
+  const kind = await makeKind(t, { pluginsDir: root, workers: 1, maxCalls: 1 })
+  t.equal((await call(kind, 'gated', 'verify:score')).reward, 1)
+  await kind.reload?.() // same files: the plugin and its pool carry on
+  await writeFile(join(root, 'gated', 'verify.py'), 'def score(task, trajectory):\n    return 0.5\n')
+  const error = await failure(call(kind, 'gated', 'verify:score'))
+  t.equal(error.code, 'ARB_PLUGIN_NOT_VETTED')
+  t.match(kind.describe(), { plugins: [{ name: 'gated', status: 'refused', reason: /changed since they were vetted/ }] }, 'the current catalog says so')
+  t.equal((await failure(call(kind, 'gated', 'verify:score'))).code, 'ARB_PLUGIN_NOT_VETTED', 'and refuses before any worker')
+})
+
 t.test('a bad lock file or plugins folder stops the start', async (t) => {
   const dir = await tempDir(t)
   await t.rejects(makeKind(t, { pluginsDir: EXAMPLES, lockFile: join(dir, 'missing.json') }), ConfigError)

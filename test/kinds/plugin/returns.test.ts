@@ -159,3 +159,11 @@ t.test('large tasks and trajectories cross the protocol intact, in both runtimes
   t.same(JSON.parse((a as { message: string }).message), { task, trajectory })
   t.same(JSON.parse((b as { message: string }).message), { task: { small: true }, trajectory: 'short' })
 })
+
+t.test('JavaScript: an error that cannot be read fails its call as raised; the worker keeps serving', async (t) => {
+  const kind = await makeKind(t, { workers: 1 })
+  const raised = await failure(call(kind, 'js-edge', 'verify:raisesUnreadable', {}, '', { timeoutS: 5 }))
+  t.equal(raised.code, 'ARB_PLUGIN_RAISED')
+  t.match(raised.message, /threw something unreadable/)
+  t.equal((await call(kind, 'js-edge', 'verify:one', {}, '', { timeoutS: 5 })).reward, 1, 'the same worker answers the next call')
+})

@@ -110,7 +110,7 @@ function errorTrace (error) {
 
 const modules = new Map()
 
-async function load (name, file) {
+async function load (file) {
   let module = modules.get(file)
   if (module === undefined) {
     module = await import(pathToFileURL(file).href)
@@ -123,7 +123,7 @@ async function call (request) {
   const id = request.id
   let module
   try {
-    module = await load(request.module, request.file)
+    module = await load(request.file)
   } catch (error) {
     return { id, ok: false, code: 'ARB_PLUGIN_IMPORT_FAILED', type: errorName(error), message: `importing ${request.module} raised ${errorName(error)}: ${errorMessage(error)}`, traceback: errorTrace(error) }
   }
@@ -145,6 +145,16 @@ async function call (request) {
   }
 }
 
+/**
+ * The answer when a plugin throws where `call` cannot describe it (an exported getter, an error
+ * whose message getter throws): the call fails as raised, and the worker goes on serving.
+ */
+function unreadable (id, error) {
+  let text
+  try { text = String(error) } catch { text = 'an error that cannot be shown' }
+  return { id, ok: false, code: 'ARB_PLUGIN_RAISED', message: `the plugin threw something unreadable: ${text}` }
+}
+
 function main () {
   const socket = new net.Socket({ fd: PROTOCOL_FD, readable: true, writable: true })
   const send = (message) => {
@@ -164,8 +174,14 @@ function main () {
   const pump = async () => {
     if (running) return
     running = true
-    while (queue.length > 0) send(await call(queue.shift()))
-    running = false
+    try {
+      while (queue.length > 0) {
+        const request = queue.shift()
+        send(await call(request).catch((error) => unreadable(request.id, error)))
+      }
+    } finally {
+      running = false
+    }
   }
   socket.on('data', (chunk) => {
     buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
