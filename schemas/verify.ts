@@ -10,7 +10,6 @@ export const VerifierSpecSchema = Type.Object({
   timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Deadline for this verifier, capped by ARBITER_MAX_TIMEOUT_S' })),
   pass_threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'success = reward >= pass_threshold when the verifier gives no success of its own (default 0.6)' }))
 }, { additionalProperties: true })
-export type VerifierSpec = Static<typeof VerifierSpecSchema>
 
 export const ManifestSchema = Type.Object({
   name: Type.Optional(Type.String({ description: 'Environment name; selects the plugin for the plugin kind' })),

@@ -44,12 +44,12 @@ function fieldName (context: string | undefined, instancePath: string | undefine
 export type ValidationIssue = NonNullable<FastifyLikeError['validation']>[number]
 
 /** One sentence naming the offending field, from a schema validator's first complaint. */
-export function describeValidation (issues: ValidationIssue[] | undefined, context = 'body', prefix = ''): string {
+export function describeValidation (issues: ValidationIssue[] | undefined, context = 'body'): string {
   const first = issues?.[0]
   if (first === undefined) return `${context} is invalid`
   const params = first.params ?? {}
   const missing = Array.isArray(params.requiredProperties) ? params.requiredProperties[0] : params.missingProperty
-  const field = prefix + fieldName(context, first.instancePath, missing)
+  const field = fieldName(context, first.instancePath, missing)
   if (missing !== undefined) return `${field} is required`
   if (first.keyword === 'enum' && Array.isArray(params.allowedValues)) return `${field} must be one of ${params.allowedValues.join('|')}`
   return `${field} ${first.message ?? 'is invalid'}`

@@ -17,10 +17,10 @@ export interface ExchangeRequest {
   /** A 2xx answer that declares a larger content-length is refused before its body is read. */
   maxBytes: number
   /**
-   * Of a non-2xx answer only this many bytes are kept, for an error message; the connection is
-   * then dropped instead of reading an error page of any size.
+   * Of a non-2xx answer only this many bytes are kept (default 4 KiB), for an error message; the
+   * connection is then dropped instead of reading an error page of any size.
    */
-  errorPeekBytes: number
+  errorPeekBytes?: number
 }
 
 export interface ExchangeAnswer {
@@ -31,9 +31,12 @@ export interface ExchangeAnswer {
 
 const isSuccess = (status: number): boolean => status >= 200 && status < 300
 
+export const ERROR_PEEK_BYTES = 4096
+
 /** POSTs `request.body` and resolves with the status, headers and body of the answer. */
 export async function exchange (dispatcher: Dispatcher, request: ExchangeRequest): Promise<ExchangeAnswer> {
   request.signal.throwIfAborted()
+  const peekBytes = request.errorPeekBytes ?? ERROR_PEEK_BYTES
   return await new Promise<ExchangeAnswer>((resolve, reject) => {
     const { signal } = request
     const chunks: Buffer[] = []
@@ -79,7 +82,7 @@ export async function exchange (dispatcher: Dispatcher, request: ExchangeRequest
       onResponseData (started, chunk) {
         chunks.push(chunk)
         size += chunk.length
-        if (!isSuccess(status) && size >= request.errorPeekBytes) {
+        if (!isSuccess(status) && size >= peekBytes) {
           peeked = true
           started.abort(new errors.RequestAbortedError('error page read far enough'))
           finish(undefined)

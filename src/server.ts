@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
-import { loadConfig, type Config } from './config.js'
+import { loadConfig } from './config.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
 
@@ -21,9 +21,10 @@ function canResolve (specifier: string): boolean {
   }
 }
 
-function readConfig (): Config {
+/** Runs `step`; an invalid setting it finds ends the process with a message naming it. */
+async function orExitOnConfigError<T> (step: () => T | Promise<T>): Promise<T> {
   try {
-    return loadConfig(process.env)
+    return await step()
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`arbiter: invalid setting ${error.message}\n`)
@@ -34,21 +35,12 @@ function readConfig (): Config {
 }
 
 async function main (): Promise<void> {
-  const config = readConfig()
+  const config = await orExitOnConfigError(() => loadConfig(process.env))
   const logger = createLogger(config.logLevel, { pretty: process.stdout.isTTY === true && canResolve('pino-pretty') })
   if (process.env.ARBITER_API_TOKENS !== undefined && config.apiTokens.length === 0 && config.apiTokensFile === undefined) {
     logger.warn('ARBITER_API_TOKENS is set but holds no token: authentication is OFF')
   }
-  let app
-  try {
-    app = await buildApp(config, { logger })
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`arbiter: invalid setting ${error.message}\n`)
-      process.exit(78)
-    }
-    throw error
-  }
+  const app = await orExitOnConfigError(async () => await buildApp(config, { logger }))
   const { lifecycle, registry, admission } = app.arbiter
 
   closeWithGrace({ delay: config.graceS * 1000, logger }, async ({ signal, err }) => {

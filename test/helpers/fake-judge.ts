@@ -40,7 +40,6 @@ export type Script = Step[] | ((request: RecordedRequest, index: number) => Step
 export interface FakeJudge {
   /** Base URL as ARBITER_JUDGE_BASE_URL takes it, ending in /v1. */
   url: string
-  origin: string
   requests: RecordedRequest[]
   /** The most requests the server was answering at the same time. */
   maxInFlight: () => number
@@ -106,10 +105,8 @@ export async function startFakeJudge (initial: Script = []): Promise<FakeJudge> 
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
-  const origin = `http://127.0.0.1:${port}`
   return {
-    url: `${origin}/v1`,
-    origin,
+    url: `http://127.0.0.1:${port}/v1`,
     requests,
     maxInFlight: () => maxInFlight,
     script: (next) => { script = next },
@@ -119,6 +116,3 @@ export async function startFakeJudge (initial: Script = []): Promise<FakeJudge> 
     }
   }
 }
-
-/** A port nothing listens on (bound, then released). */
-export { freePort as closedPort } from './ports.js'

@@ -8,7 +8,7 @@ import { VerificationError, type VerifierIdentity } from '../../errors.js'
 import { snippet } from '../../snippet.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
-import { exchange } from '../../http-exchange.js'
+import { ERROR_PEEK_BYTES, exchange } from '../../http-exchange.js'
 import { networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
 import { USER_AGENT } from '../../version.js'
@@ -19,7 +19,6 @@ export const DEFAULT_TIMEOUT_S = 60
 /** The most a scorer's Retry-After may make us wait between attempts. */
 const MAX_RETRY_AFTER_MS = 10_000
 const BACKOFF_BASE_MS = 100
-const ERROR_BODY_PEEK_BYTES = 4096
 
 export interface EndpointKindOptions {
   allow: string[]
@@ -60,8 +59,7 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
         signal,
         headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': USER_AGENT, 'x-request-id': context.requestId },
         body: payload,
-        maxBytes: options.maxResponseBytes,
-        errorPeekBytes: ERROR_BODY_PEEK_BYTES
+        maxBytes: options.maxResponseBytes
       })
     } catch (error) {
       return classify(error, verifier, signal, context.timeoutMs, options.maxResponseBytes)
@@ -72,7 +70,7 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
       return { retry: false, error: new VerificationError('ARB_ENDPOINT_REDIRECT', verifier, `endpoint answered ${status}, a redirect${location}; redirects are not followed, use the final URL as ref`, { details: { status } }) }
     }
     if (status < 200 || status >= 300) {
-      const peek = answer.body.subarray(0, ERROR_BODY_PEEK_BYTES).toString('utf8')
+      const peek = answer.body.subarray(0, ERROR_PEEK_BYTES).toString('utf8')
       const retryable = status === 429 || status >= 500
       const error = new VerificationError('ARB_ENDPOINT_HTTP_STATUS', verifier, `endpoint answered ${status}: ${snippet(peek) || '(empty body)'}`, { retryable, details: { status } })
       const waitMs = retryAfterMs(headers['retry-after'])

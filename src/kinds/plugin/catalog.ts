@@ -5,7 +5,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import { ConfigError } from '../../errors.js'
-import { DIGEST_PREFIX, digestFolder } from './digest.js'
+import { digestFolder } from './digest.js'
 
 export type Runtime = 'python' | 'node'
 export const RUNTIMES: readonly Runtime[] = ['python', 'node']
@@ -166,5 +166,3 @@ export function describeEntry (plugin: PluginEntry): Record<string, unknown> {
   if (plugin.reason !== undefined) out.reason = plugin.reason
   return out
 }
-
-export { DIGEST_PREFIX }

@@ -241,5 +241,3 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
   return handler
 }
 
-export { digestFolder } from './digest.js'
-export { scanPlugins } from './catalog.js'

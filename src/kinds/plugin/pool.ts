@@ -577,8 +577,4 @@ export class PluginPool {
     })))
     this.all.clear()
   }
-
-  pids (): number[] {
-    return [...this.all].map((worker) => worker.pid).filter((pid): pid is number => pid !== undefined)
-  }
 }

@@ -8,7 +8,6 @@ import { join, sep } from 'node:path'
 import type { Runtime } from './catalog.js'
 
 const SEGMENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
 export interface ResolvedModule {
   runtime: Runtime
@@ -26,10 +25,6 @@ const CANDIDATES: Array<{ suffix: string, runtime: Runtime }> = [
   { suffix: '.mjs', runtime: 'node' },
   { suffix: '.js', runtime: 'node' }
 ]
-
-export function isIdentifier (name: string): boolean {
-  return IDENTIFIER.test(name)
-}
 
 export async function resolveModule (pluginPath: string, module: string, runtime?: Runtime): Promise<Resolution> {
   const segments = module.split('.')

@@ -11,13 +11,11 @@ import { flattenTrajectory } from '../../trajectory.js'
 import type { RubricJudgeResult } from '../../../schemas/result.js'
 import { LruTtlCache } from './cache.js'
 import { JudgeClient, type Completion, type JudgeUsage } from './judge.js'
-import { JudgeRequestTemplate, drawBoundary, reaskMessages, truncateMiddle, userMessage, type ChatMessage } from './prompt.js'
+import { JudgeRequestTemplate, drawBoundary, reaskMessages, truncateMiddle, userMessage, type ChatMessage, type JudgeSettings } from './prompt.js'
 import type { Rubric } from './rubric.js'
 import { RubricStore } from './store.js'
 import { aggregate, checkAnswer, score, type Aggregate, type JudgeAnswer } from './verdict.js'
 
-export { RubricStore } from './store.js'
-export { LruTtlCache } from './cache.js'
 
 export type RubricKindOptions = Pick<Config,
   'rubricsDir' | 'judgeBaseUrl' | 'judgeApiKey' | 'judgeModel' | 'judgeTimeoutS' | 'judgeConcurrency' |
@@ -40,6 +38,12 @@ interface Judged {
   usage: JudgeUsage
   calls: number
   reasks: number
+}
+
+/** The judge request of one verification: its first body, and the body of a re-ask. */
+interface JudgeRequest {
+  body: Buffer
+  reask: (answer: string, problem: string) => Buffer
 }
 
 function addUsage (into: JudgeUsage, more: JudgeUsage): void {
@@ -74,28 +78,31 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
   // Rubric objects are immutable snapshot members: their request template is built once, for
   // tasks with a reference and for tasks without (the rules mention it).
   const templates = new WeakMap<Rubric, Array<JudgeRequestTemplate | undefined>>()
-  const templateOf = (rubric: Rubric, model: string, hasReference: boolean): JudgeRequestTemplate => {
+  // `settings` follow from the rubric and the options, so one template per rubric holds.
+  const templateOf = (rubric: Rubric, settings: JudgeSettings, hasReference: boolean): JudgeRequestTemplate => {
     let pair = templates.get(rubric)
     if (pair === undefined) templates.set(rubric, pair = [undefined, undefined])
     const slot = hasReference ? 1 : 0
-    return pair[slot] ??= new JudgeRequestTemplate(rubric, { model, temperature: rubric.judge.temperature ?? 0, responseFormat: options.judgeResponseFormat }, hasReference)
+    return pair[slot] ??= new JudgeRequestTemplate(rubric, settings, hasReference)
   }
 
   const fail = (code: ConstructorParameters<typeof VerificationError>[0], ref: string, message: string, extra: ConstructorParameters<typeof VerificationError>[3] = {}): VerificationError =>
     new VerificationError(code, { kind: 'rubric', ref }, message, extra)
 
   /** One judge answer for the rubric: a call, and one re-ask with the problem if it is unusable. */
-  async function judgeOnce (rubric: Rubric, ref: string, request: { template: JudgeRequestTemplate, boundary: string, user: string }, signal: AbortSignal, deadline: number, judged: Judged): Promise<JudgeAnswer> {
+  async function judgeOnce (rubric: Rubric, ref: string, request: JudgeRequest, signal: AbortSignal, deadline: number, judged: Judged): Promise<JudgeAnswer> {
     const client = judge as JudgeClient
-    let conversation: ChatMessage[] = [{ role: 'user', content: request.user }]
+    let payload = request.body
     let problem = ''
     let content = ''
     for (let round = 0; round < 2; round++) {
       let completion: Completion
       try {
-        completion = await client.complete(request.template.body(request.boundary, conversation), signal, deadline)
+        completion = await client.complete(payload, signal, deadline)
       } catch (error) {
-        telemetry({ type: 'judge_call', outcome: error instanceof ArbiterError ? error.code : 'error' })
+        // A sample stopped because another one failed is not a judge call that timed out.
+        const stoppedBySibling = signal.aborted && !(signal.reason instanceof DOMException)
+        if (!stoppedBySibling) telemetry({ type: 'judge_call', outcome: error instanceof ArbiterError ? error.code : 'error' })
         /* c8 ignore next -- the client only throws ArbiterErrors; anything else is a bug the registry reports */
         if (!(error instanceof ArbiterError)) throw error
         throw fail(error.code, ref, `rubric ${rubric.ref}: ${error.message}`, { cause: error, retryable: error.retryable, details: error.details })
@@ -117,7 +124,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       log.warn({ rubric: rubric.ref, round, problem: snippet(problem, 300) }, 'judge answer unusable')
       if (round === 0) {
         judged.reasks++
-        conversation = [...conversation, ...reaskMessages(content, problem)]
+        payload = request.reask(content, problem)
       }
     }
     throw fail('ARB_JUDGE_UNUSABLE', ref, `rubric ${rubric.ref}: the judge's answer was unusable after one re-ask: ${snippet(problem, 300)}`,
@@ -192,7 +199,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       telemetry({ type: 'judge_cache_hit' })
       return result(judged, true)
     }
-    const judging = judgeNow(rubric, ref, model, samples, { taskPrompt, reference, trajectory: trajectory.text }, context.timeoutMs)
+    const judging = judgeNow(rubric, ref, { model, temperature, responseFormat: options.judgeResponseFormat }, samples, { taskPrompt, reference, trajectory: trajectory.text }, context.timeoutMs)
     if (cache.enabled) {
       inFlight.set(flight, judging)
       const landed = (): void => { inFlight.delete(flight) }
@@ -204,12 +211,13 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
   }
 
   /** Asks the judge (`samples` times, concurrently) within one deadline; checked and aggregated. */
-  async function judgeNow (rubric: Rubric, ref: string, model: string, samples: number, texts: { taskPrompt: string | undefined, reference: string | undefined, trajectory: string }, timeoutMs: number): Promise<Judged> {
+  async function judgeNow (rubric: Rubric, ref: string, settings: JudgeSettings, samples: number, texts: { taskPrompt: string | undefined, reference: string | undefined, trajectory: string }, timeoutMs: number): Promise<Judged> {
     const boundary = drawBoundary([texts.taskPrompt ?? '', texts.reference ?? '', texts.trajectory])
-    const request = {
-      template: templateOf(rubric, model, texts.reference !== undefined),
-      boundary,
-      user: userMessage({ ...texts, boundary })
+    const template = templateOf(rubric, settings, texts.reference !== undefined)
+    const user: ChatMessage = { role: 'user', content: userMessage({ ...texts, boundary }) }
+    const request: JudgeRequest = {
+      body: template.body(boundary, [user]), // the same bytes for every sample
+      reask: (answer, problem) => template.body(boundary, [user, ...reaskMessages(answer, problem)])
     }
     // One controller for the whole verification: the deadline aborts it, and so does the first
     // failing sample (the others stop). Cheaper than AbortSignal.any, which is slow on Node 20.

@@ -41,9 +41,6 @@ export interface JudgeClientOptions {
   maxResponseBytes?: number
 }
 
-/** Of an error answer only this much is read: it is quoted cut short anyway. */
-const ERROR_BODY_PEEK_BYTES = 4096
-
 const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED'])
 
 /** Seconds from a Retry-After header (delta-seconds or an HTTP date), or undefined. */
@@ -87,8 +84,6 @@ export class JudgeClient {
     this.#log = options.log
   }
 
-  get queued (): number { return this.#limiter.queued }
-  get active (): number { return this.#limiter.active }
 
   /** Text from the judge, cut short and with the key (should a server echo it) blanked out. */
   redact (text: string, max = 300): string {
@@ -137,7 +132,7 @@ export class JudgeClient {
   async #send (payload: Buffer, signal: AbortSignal): Promise<{ status: number, text: string, retryAfter: number | undefined }> {
     const release = await this.#limiter.acquire(signal)
     try {
-      const answer = await exchange(this.#pool, { path: this.#path, headers: this.#headers, body: payload, signal, maxBytes: this.#maxResponseBytes, errorPeekBytes: ERROR_BODY_PEEK_BYTES })
+      const answer = await exchange(this.#pool, { path: this.#path, headers: this.#headers, body: payload, signal, maxBytes: this.#maxResponseBytes })
       return { status: answer.status, text: answer.body.toString('utf8'), retryAfter: parseRetryAfter(answer.headers['retry-after']) }
     } finally {
       release()

@@ -4,9 +4,10 @@ import { createHash } from 'node:crypto'
 import sjson from 'secure-json-parse'
 import YAML from 'yaml'
 import {
-  DEFAULT_RUBRIC_PASS_THRESHOLD, dimensionProblems, frontMatterValidator, numberCriteria, structuredValidator,
+  dimensionProblems, frontMatterValidator, numberCriteria, structuredValidator,
   type Rubric, type StructuredRubric
 } from './rubric.js'
+import { DEFAULT_PASS_THRESHOLD } from '../../result.js'
 
 export class RubricFileError extends Error {
   constructor (message: string) {
@@ -66,7 +67,7 @@ function fromStructured (file: RubricFile, data: unknown, base: Pick<Rubric, 'ow
     format: file.extension === 'json' ? 'json' : 'yaml',
     title: rubric.title,
     description: (rubric.description ?? '').trim(),
-    passThreshold: rubric.pass_threshold ?? DEFAULT_RUBRIC_PASS_THRESHOLD,
+    passThreshold: rubric.pass_threshold ?? DEFAULT_PASS_THRESHOLD,
     requiresReference: rubric.requires_reference ?? false,
     instructions: (rubric.instructions ?? '').trim(),
     judge: { ...rubric.judge },
@@ -151,7 +152,7 @@ function fromMarkdown (text: string, base: Pick<Rubric, 'owner' | 'name' | 'vers
     format: 'markdown',
     title: (front.title as string | undefined) ?? title ?? `${base.owner}/${base.name}`,
     description: ((front.description as string | undefined) ?? overall.description).trim(),
-    passThreshold: (front.pass_threshold as number | undefined) ?? DEFAULT_RUBRIC_PASS_THRESHOLD,
+    passThreshold: (front.pass_threshold as number | undefined) ?? DEFAULT_PASS_THRESHOLD,
     requiresReference: (front.requires_reference as boolean | undefined) ?? false,
     instructions: ((front.instructions as string | undefined) ?? '').trim(),
     judge: { ...(front.judge as object | undefined) },

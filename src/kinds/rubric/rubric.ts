@@ -4,7 +4,6 @@
 import { Type, type Static } from 'typebox'
 import { Compile } from 'typebox/compile'
 
-export const DEFAULT_RUBRIC_PASS_THRESHOLD = 0.6
 export const MAX_SAMPLES = 16
 
 export const JudgeOverridesSchema = Type.Object({

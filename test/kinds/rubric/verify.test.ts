@@ -2,7 +2,9 @@
 import t from 'tap'
 import { VerificationError } from '../../../src/errors.js'
 import type { RubricJudgeResult } from '../../../schemas/result.js'
-import { closedPort, startFakeJudge } from '../../helpers/fake-judge.js'
+import type { KindEvent } from '../../../src/registry.js'
+import { startFakeJudge } from '../../helpers/fake-judge.js'
+import { freePort } from '../../helpers/ports.js'
 import { answer, API_KEY, context, GOOD_MATH, setup } from './support.js'
 
 const TASK = { prompt: 'What is 2 + 2?', reference: '4' }
@@ -242,7 +244,7 @@ t.test('an answer over the size cap is ARB_JUDGE_UNUSABLE, not read whole', asyn
 })
 
 t.test('a judge nobody listens for is ARB_JUDGE_UNREACHABLE after retries', async (t) => {
-  const port = await closedPort()
+  const port = await freePort() // nothing listens there
   const { kind } = await setup(t, [], { judgeBaseUrl: `http://127.0.0.1:${port}/v1` })
   const error = await failure(kind.verify(context('acme/math', TASK, '4')))
   t.equal(error.code, 'ARB_JUDGE_UNREACHABLE')
@@ -359,6 +361,15 @@ t.test('single flight: identical verifications missing at the same moment share 
   const retried = await kind.verify(context('acme/math', TASK, '7')) as RubricJudgeResult
   t.equal(retried.cached, false)
   t.equal(judge.requests.length, 3)
+})
+
+t.test('samples: one failed sample stops the others, and only the failed call is counted', async (t) => {
+  const events: KindEvent[] = []
+  const { kind } = await setup(t, (_request, index) => index === 0 ? { status: 400, body: 'no' } : { content: GOOD_MATH, delayMs: 2000 }, { telemetry: (event) => { events.push(event) } })
+  const error = await failure(kind.verify(context('acme/samples', TASK, '4')))
+  t.equal(error.code, 'ARB_JUDGE_HTTP_STATUS')
+  await new Promise((resolve) => setTimeout(resolve, 100)) // the stopped samples settle after the failure
+  t.same(events.filter((event) => event.type === 'judge_call'), [{ type: 'judge_call', outcome: 'ARB_JUDGE_HTTP_STATUS' }], 'the stopped samples are not judge timeouts')
 })
 
 t.test('samples: N concurrent calls averaged per dimension, confidence lowered by disagreement', async (t) => {
