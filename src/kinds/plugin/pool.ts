@@ -24,6 +24,9 @@ export const PIPELINE_BUDGET_MS = 0.5
 /** Plugin stdout/stderr kept per worker between two log lines; the rest is counted, not kept. */
 export const OUTPUT_CAP_BYTES = 64 * 1024
 const OUTPUT_FLUSH_MS = 200
+/** The longest exception message a client is sent; the log keeps the traceback. */
+const MESSAGE_CAP_CHARS = 2000
+const STDERR_TAIL_CHARS = 2000
 const EXIT_DRAIN_MS = 500
 
 /** Codes a worker may answer with; anything else from it is a protocol violation. */
@@ -197,7 +200,8 @@ export class WorkerProcess {
       ;(stream as unknown as Socket).unref?.()
       stream.on('data', (chunk: Buffer) => {
         capture.add(chunk)
-        if (capture === this.#stderr) this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-2000)
+        // Only the tail is kept: decode no more of a chatty plugin's chunk than can stay.
+        if (capture === this.#stderr) this.#stderrTail = (this.#stderrTail + chunk.subarray(-STDERR_TAIL_CHARS).toString('utf8')).slice(-STDERR_TAIL_CHARS)
         this.#scheduleOutputFlush()
       })
     }
@@ -333,7 +337,14 @@ export class WorkerProcess {
     this.dead = true
     this.pool.detach(this)
     if (this.pid !== undefined) killGroup(this.pid)
-    else if (this.child === undefined && this.#startError === undefined) this.failStart('ARB_PLUGIN_CRASHED', 'the worker was stopped before it started')
+    else if (this.child === undefined && this.#startError === undefined) {
+      // Never spawned (its digest re-check was still running): there is no process to wait for.
+      // Its calls are settled as any stopped worker's are: shutting down on close; on a timeout
+      // the late call has failed already and the ones behind it go to another worker.
+      this.#exited = true
+      this.#socketClosed = true
+      this.#maybeFinalize()
+    }
   }
 
   #maybeFinalize (): void {
@@ -504,7 +515,8 @@ export class PluginPool {
       return
     }
     const code = typeof message.code === 'string' && WORKER_CODES.has(message.code as ErrorCode) ? message.code as ErrorCode : 'ARB_VERIFIER_FAILED'
-    const text = typeof message.message === 'string' ? message.message : 'the plugin worker reported a failure without a message'
+    const said = typeof message.message === 'string' ? message.message : 'the plugin worker reported a failure without a message'
+    const text = said.length > MESSAGE_CAP_CHARS ? `${said.slice(0, MESSAGE_CAP_CHARS)}…` : said
     const logged = { plugin: this.label, code, requestId: call.request.requestId, ref: call.request.identity.ref, type: message.type, traceback: message.traceback }
     if (code === 'ARB_PLUGIN_RAISED' || code === 'ARB_PLUGIN_BAD_RETURN') this.log.debug(logged, 'plugin verifier failed')
     else this.log.warn(logged, 'plugin verifier failed')

@@ -167,3 +167,10 @@ t.test('JavaScript: an error that cannot be read fails its call as raised; the w
   t.match(raised.message, /threw something unreadable/)
   t.equal((await call(kind, 'js-edge', 'verify:one', {}, '', { timeoutS: 5 })).reward, 1, 'the same worker answers the next call')
 })
+
+t.test('an exception message is cut for the client (the log keeps the traceback)', async (t) => {
+  const kind = await makeKind(t, { workers: 1 })
+  const raised = await failure(call(kind, 'js-edge', 'verify:raisesLong'))
+  t.equal(raised.code, 'ARB_PLUGIN_RAISED')
+  t.equal(raised.message, `${'x'.repeat(2000)}…`)
+})
