@@ -69,30 +69,49 @@ function manifestProblem (manifest: unknown): string | undefined {
   return undefined
 }
 
+export interface PluginManifest {
+  name: string
+  version: string
+  runtime?: Runtime
+  verifier?: { kind: string, ref: string }
+}
+
+export type ManifestRead = { ok: true, manifest: PluginManifest } | { ok: false, reason: string, name?: string }
+
+/** A plugin folder's manifest.json, checked; or why the folder is not an environment plugin. */
+export async function readManifest (path: string): Promise<ManifestRead> {
+  let raw: Record<string, unknown>
+  try {
+    raw = JSON.parse(await readFile(join(path, 'manifest.json'), 'utf8'))
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return { ok: false, reason: code === 'ENOENT' ? 'no manifest.json' : `manifest.json is unreadable: ${(error as Error).message}` }
+  }
+  const problem = manifestProblem(raw)
+  if (problem !== undefined) return typeof raw?.name === 'string' ? { ok: false, reason: problem, name: raw.name } : { ok: false, reason: problem }
+  const manifest: PluginManifest = { name: raw.name as string, version: raw.version as string }
+  if (raw.runtime !== undefined) manifest.runtime = raw.runtime as Runtime
+  if (raw.verifier !== undefined) {
+    const v = raw.verifier as { kind: string, ref: string }
+    manifest.verifier = { kind: v.kind, ref: v.ref }
+  }
+  return { ok: true, manifest }
+}
+
 async function scanOne (root: string, folder: string, pins: Map<string, string> | undefined): Promise<PluginEntry> {
   const path = join(root, folder)
   const entry: PluginEntry = { folder, path, status: 'refused' }
-  let manifest: Record<string, unknown>
-  try {
-    manifest = JSON.parse(await readFile(join(path, 'manifest.json'), 'utf8'))
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    entry.reason = code === 'ENOENT' ? 'no manifest.json' : `manifest.json is unreadable: ${(error as Error).message}`
+  const read = await readManifest(path)
+  if (!read.ok) {
+    entry.reason = read.reason
+    if (read.name !== undefined) entry.name = read.name
     return entry
   }
-  const problem = manifestProblem(manifest)
-  if (problem !== undefined) {
-    entry.reason = problem
-    if (typeof manifest?.name === 'string') entry.name = manifest.name
-    return entry
-  }
-  entry.name = manifest.name as string
-  entry.version = manifest.version as string
-  if (manifest.runtime !== undefined) entry.runtime = manifest.runtime as Runtime
-  if (manifest.verifier !== undefined) {
-    const v = manifest.verifier as { kind: string, ref: string }
-    entry.verifier = { kind: v.kind, ref: v.ref }
-  }
+  const { manifest } = read
+  entry.name = manifest.name
+  entry.version = manifest.version
+  if (manifest.runtime !== undefined) entry.runtime = manifest.runtime
+  if (manifest.verifier !== undefined) entry.verifier = manifest.verifier
   try {
     entry.digest = await digestFolder(path)
   } catch (error) {

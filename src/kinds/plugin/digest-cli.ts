@@ -4,9 +4,9 @@
 //   npm run digest -- --lock examples/plugins/*          -> a lock file (JSON) for those plugins
 //
 // Without a build: python3 src/kinds/plugin/runtime/digest.py <folder> (the same rule).
-import { readFile } from 'node:fs/promises'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { readManifest } from './catalog.js'
 import { digestFolder } from './digest.js'
 
 export async function main (argv: string[], write: (text: string) => void): Promise<number> {
@@ -22,14 +22,10 @@ export async function main (argv: string[], write: (text: string) => void): Prom
   }
   const pins: Record<string, string> = {}
   for (const folder of folders) {
-    let manifest: { name?: unknown, version?: unknown, kind?: unknown }
-    try {
-      manifest = JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8'))
-    } catch {
-      continue // not a plugin folder (a README, a file): nothing to pin
-    }
-    if (manifest.kind !== 'environment' || typeof manifest.name !== 'string' || typeof manifest.version !== 'string') continue
-    pins[`${manifest.name}@${manifest.version}`] = await digestFolder(folder)
+    // The server's own manifest check: a folder it would refuse is not pinned.
+    const read = await readManifest(folder)
+    if (!read.ok) continue // not an environment plugin (a README, a file, a bad manifest)
+    pins[`${read.manifest.name}@${read.manifest.version}`] = await digestFolder(folder)
   }
   write(`${JSON.stringify(pins, null, 2)}\n`)
   return 0

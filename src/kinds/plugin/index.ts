@@ -98,6 +98,16 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
     if (runtime === 'python' && python === undefined) {
       throw new VerificationError('ARB_PLUGIN_RUNTIME_UNAVAILABLE', identity, `plugin "${plugin.name}" needs Python, which is unavailable: ${pythonProblem ?? 'not resolved'}`)
     }
+    // Nothing of a plugin runs unless its files still match what was vetted. Workers starting
+    // at the same moment share one re-check instead of each hashing the folder.
+    let checking: Promise<{ code: ErrorCode, message: string } | undefined> | undefined
+    const recheck = async (): Promise<{ code: ErrorCode, message: string } | undefined> => {
+      const now = await digestFolder(plugin.path)
+      if (now === plugin.digest) return undefined
+      const reason = `files changed since they were vetted (vetted ${plugin.digest ?? 'none'}, now ${now})`
+      refuse(plugin, reason)
+      return { code: 'ARB_PLUGIN_NOT_VETTED', message: `plugin "${plugin.name}" is refused: ${reason}` }
+    }
     pool = new PluginPool({
       label: `${plugin.name ?? plugin.folder} (${runtime})`,
       spawn: spawnSpec(runtime, { python: python?.executable, pluginPath: plugin.path, memoryMb: options.memoryMb, env }),
@@ -105,14 +115,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       maxCalls: options.maxCalls,
       log,
       onEvent: (event) => { telemetry({ type: POOL_EVENTS[event], plugin: plugin.name ?? plugin.folder }) },
-      // Nothing of a plugin runs unless its files still match what was vetted.
-      beforeStart: async () => {
-        const now = await digestFolder(plugin.path)
-        if (now === plugin.digest) return undefined
-        const reason = `files changed since they were vetted (vetted ${plugin.digest ?? 'none'}, now ${now})`
-        refuse(plugin, reason)
-        return { code: 'ARB_PLUGIN_NOT_VETTED' as ErrorCode, message: `plugin "${plugin.name}" is refused: ${reason}` }
-      }
+      beforeStart: async () => await (checking ??= recheck().finally(() => { checking = undefined }))
     })
     pools.set(key, pool)
     return pool
