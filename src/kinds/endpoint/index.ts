@@ -2,12 +2,12 @@
 // One undici Agent for every user-named endpoint (keep-alive, a cap on connections per origin),
 // one overall deadline per verification covering retries, headers and a dripping body, and the
 // egress guard in front of every socket.
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent } from 'undici'
 import { VerificationError, type VerifierIdentity } from '../../errors.js'
 import { snippet } from '../../snippet.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
+import { Deadline } from '../../deadline.js'
 import { ERROR_PEEK_BYTES, exchange } from '../../http-exchange.js'
 import { networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
@@ -93,29 +93,21 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
       if (problem !== undefined) throw new VerificationError('ARB_ENDPOINT_FORBIDDEN', verifier, `egress guard: ${problem}`)
 
       const payload = Buffer.from(JSON.stringify({ task: context.task, trajectory: context.trajectory }))
-      // One deadline for the whole exchange. A controller and a timer cost less per request
-      // than AbortSignal.timeout on Node 20, and this runs for every verification.
-      const deadline = Date.now() + context.timeoutMs
-      const controller = new AbortController()
-      const timer = setTimeout(() => { controller.abort(new DOMException('the endpoint deadline passed', 'TimeoutError')) }, context.timeoutMs)
-      const signal = controller.signal
+      // One deadline for the whole exchange: every attempt, headers, a dripping body, retries.
+      const deadline = new Deadline(context.timeoutMs, 'endpoint')
       try {
         for (let number = 1; ; number++) {
-          const outcome = await attempt(context, url, payload, signal, number)
+          const outcome = await attempt(context, url, payload, deadline.signal, number)
           if (!('error' in outcome)) return outcome
           if (!outcome.retry || number > options.retries) throw outcome.error
           const waitMs = outcome.waitMs ?? jitter(BACKOFF_BASE_MS * 2 ** (number - 1))
-          if (Date.now() + waitMs >= deadline) throw outcome.error
+          if (!deadline.fits(waitMs)) throw outcome.error
           options.onRetry?.(outcome.error.code)
           context.log.debug({ verifier, attempt: number, code: outcome.error.code, waitMs }, 'retrying endpoint')
-          try {
-            await sleep(waitMs, undefined, { signal })
-          } catch {
-            throw timeoutError(verifier, context.timeoutMs)
-          }
+          await deadline.sleep(waitMs).catch(() => { throw timeoutError(verifier, context.timeoutMs) })
         }
       } finally {
-        clearTimeout(timer)
+        deadline.clear()
       }
     },
 

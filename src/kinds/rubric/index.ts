@@ -3,6 +3,7 @@
 // and verdict here. Any failure on the way is a VerificationError (502) naming the rubric ref;
 // nothing here ever answers a 0 in place of a verdict.
 import { createHash } from 'node:crypto'
+import { Deadline } from '../../deadline.js'
 import type { Config } from '../../config.js'
 import { ArbiterError, VerificationError } from '../../errors.js'
 import { snippet } from '../../snippet.js'
@@ -90,7 +91,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
     new VerificationError(code, { kind: 'rubric', ref }, message, extra)
 
   /** One judge answer for the rubric: a call, and one re-ask with the problem if it is unusable. */
-  async function judgeOnce (rubric: Rubric, ref: string, request: JudgeRequest, signal: AbortSignal, deadline: number, judged: Judged): Promise<JudgeAnswer> {
+  async function judgeOnce (rubric: Rubric, ref: string, request: JudgeRequest, deadline: Deadline, judged: Judged): Promise<JudgeAnswer> {
     const client = judge as JudgeClient
     let payload = request.body
     let problem = ''
@@ -98,10 +99,10 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
     for (let round = 0; round < 2; round++) {
       let completion: Completion
       try {
-        completion = await client.complete(payload, signal, deadline)
+        completion = await client.complete(payload, deadline)
       } catch (error) {
         // A sample stopped because another one failed is not a judge call that timed out.
-        const stoppedBySibling = signal.aborted && !(signal.reason instanceof DOMException)
+        const stoppedBySibling = deadline.signal.aborted && !deadline.passed
         if (!stoppedBySibling) telemetry({ type: 'judge_call', outcome: error instanceof ArbiterError ? error.code : 'error' })
         /* c8 ignore next -- the client only throws ArbiterErrors; anything else is a bug the registry reports */
         if (!(error instanceof ArbiterError)) throw error
@@ -219,22 +220,17 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       body: template.body(boundary, [user]), // the same bytes for every sample
       reask: (answer, problem) => template.body(boundary, [user, ...reaskMessages(answer, problem)])
     }
-    // One controller for the whole verification: the deadline aborts it, and so does the first
-    // failing sample (the others stop). Cheaper than AbortSignal.any, which is slow on Node 20.
-    const deadline = Date.now() + timeoutMs
-    const stop = new AbortController()
-    const signal = stop.signal
-    const timer = setTimeout(() => { stop.abort(new DOMException('the judge deadline passed', 'TimeoutError')) }, timeoutMs)
-    timer.unref()
+    // One deadline for the whole verification, and the first failing sample stops the others.
+    const deadline = new Deadline(timeoutMs, 'judge')
     const judged: Judged = { aggregate: { dimensions: {}, confidence: 0, evidence: [], disagreement: 0 }, models: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, calls: 0, reasks: 0 }
     let answers: JudgeAnswer[]
     try {
-      answers = await Promise.all(Array.from({ length: samples }, async () => await judgeOnce(rubric, ref, request, signal, deadline, judged)))
+      answers = await Promise.all(Array.from({ length: samples }, async () => await judgeOnce(rubric, ref, request, deadline, judged)))
     } catch (error) {
-      stop.abort(error) // the other samples stop: one failed sample fails the verification
+      deadline.stop(error) // the other samples stop: one failed sample fails the verification
       throw error
     } finally {
-      clearTimeout(timer)
+      deadline.clear()
     }
     judged.aggregate = aggregate(answers, rubric)
     return judged

@@ -3,7 +3,7 @@
 // for another host, and redirects are not followed. Every call runs inside the caller's
 // deadline signal (queue wait, retries and Retry-After sleeps included); at most `concurrency`
 // requests are in flight; 429, 5xx and connection failures are retried at most `retries` times.
-import { setTimeout as sleep } from 'node:timers/promises'
+import type { Deadline } from '../../deadline.js'
 import sjson from 'secure-json-parse'
 import { Pool } from 'undici'
 import { exchange } from '../../http-exchange.js'
@@ -11,7 +11,7 @@ import { ArbiterError } from '../../errors.js'
 import { snippet } from '../../snippet.js'
 import { flattenTrajectory } from '../../trajectory.js'
 import type { Log } from '../../registry.js'
-import { Limiter } from './limiter.js'
+import { Slots } from '../../slots.js'
 import { networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
 
@@ -53,7 +53,7 @@ export class JudgeClient {
   readonly origin: string
   readonly #path: string
   readonly #pool: Pool
-  readonly #limiter: Limiter
+  readonly #slots: Slots
   readonly #headers: Record<string, string>
   readonly #apiKey: string | undefined
   readonly #retries: number
@@ -75,7 +75,7 @@ export class JudgeClient {
       bodyTimeout: 0,
       maxResponseSize: this.#maxResponseBytes
     })
-    this.#limiter = new Limiter(options.concurrency)
+    this.#slots = new Slots(options.concurrency)
     this.#apiKey = options.apiKey
     this.#headers = { 'content-type': 'application/json', accept: 'application/json' }
     if (options.apiKey !== undefined) this.#headers.authorization = `Bearer ${options.apiKey}`
@@ -93,7 +93,8 @@ export class JudgeClient {
   }
 
   /** Sends a chat-completions request body (JSON) and returns the judge's completion. */
-  async complete (payload: Buffer, signal: AbortSignal, deadline: number): Promise<Completion> {
+  async complete (payload: Buffer, deadline: Deadline): Promise<Completion> {
+    const signal = deadline.signal
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= this.#retries
       let status: number
@@ -113,7 +114,7 @@ export class JudgeClient {
         }
         this.#log.warn({ judge: this.origin, attempt, code }, 'judge unreachable')
         if (last) throw new ArbiterError('ARB_JUDGE_UNREACHABLE', `the judge at ${this.origin} could not be reached (${code}) after ${attempt + 1} attempts`, { cause: error })
-        await this.#backoff(undefined, attempt, signal, deadline, () => new ArbiterError('ARB_JUDGE_UNREACHABLE', `the judge at ${this.origin} could not be reached (${code})`, { cause: error }))
+        await this.#backoff(undefined, attempt, deadline, () => new ArbiterError('ARB_JUDGE_UNREACHABLE', `the judge at ${this.origin} could not be reached (${code})`, { cause: error }))
         continue
       }
 
@@ -125,12 +126,12 @@ export class JudgeClient {
       this.#log.warn({ judge: this.origin, attempt, status }, 'judge answered with an error status')
       if (!transient) throw failure('')
       if (last) throw failure(` after ${attempt + 1} attempts`)
-      await this.#backoff(retryAfter, attempt, signal, deadline, () => failure(` and its Retry-After (${retryAfter} s) is past the deadline`))
+      await this.#backoff(retryAfter, attempt, deadline, () => failure(` and its Retry-After (${retryAfter} s) is past the deadline`))
     }
   }
 
   async #send (payload: Buffer, signal: AbortSignal): Promise<{ status: number, text: string, retryAfter: number | undefined }> {
-    const release = await this.#limiter.acquire(signal)
+    const release = await this.#slots.acquire(signal)
     try {
       const answer = await exchange(this.#pool, { path: this.#path, headers: this.#headers, body: payload, signal, maxBytes: this.#maxResponseBytes })
       return { status: answer.status, text: answer.body.toString('utf8'), retryAfter: parseRetryAfter(answer.headers['retry-after']) }
@@ -140,11 +141,11 @@ export class JudgeClient {
   }
 
   /** Sleeps before a retry, or throws `tooLate()` when the wait would pass the deadline. */
-  async #backoff (retryAfterS: number | undefined, attempt: number, signal: AbortSignal, deadline: number, tooLate: () => ArbiterError): Promise<void> {
+  async #backoff (retryAfterS: number | undefined, attempt: number, deadline: Deadline, tooLate: () => ArbiterError): Promise<void> {
     const delay = retryAfterS !== undefined ? retryAfterS * 1000 : this.#retryBaseMs * 2 ** attempt * (0.5 + Math.random() / 2)
-    if (Date.now() + delay >= deadline) throw tooLate()
+    if (!deadline.fits(delay)) throw tooLate()
     try {
-      await sleep(delay, undefined, { signal })
+      await deadline.sleep(delay)
     } catch (error) {
       throw this.#timeout(error)
     }

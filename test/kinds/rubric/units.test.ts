@@ -3,7 +3,7 @@
 import t from 'tap'
 import { LruTtlCache } from '../../../src/kinds/rubric/cache.js'
 import { parseRetryAfter } from '../../../src/kinds/rubric/judge.js'
-import { Limiter } from '../../../src/kinds/rubric/limiter.js'
+import { Slots } from '../../../src/slots.js'
 import { drawBoundary, truncateMiddle } from '../../../src/kinds/rubric/prompt.js'
 import { numberCriteria, type Rubric } from '../../../src/kinds/rubric/rubric.js'
 import { aggregate, checkAnswer, extractJson, score } from '../../../src/kinds/rubric/verdict.js'
@@ -110,8 +110,8 @@ t.test('LruTtlCache: least recently used goes first, entries expire, size 0 is o
   t.equal(off.get('a'), undefined)
 })
 
-t.test('Limiter: FIFO queue, aborted waiters leave it', async (t) => {
-  const limiter = new Limiter(1)
+t.test('Slots: FIFO queue, aborted waiters leave it', async (t) => {
+  const limiter = new Slots(1)
   const never = new AbortController().signal
   const first = await limiter.acquire(never)
   const order: string[] = []
