@@ -1,6 +1,6 @@
 // The 200 side of the wire contract: a VerifierResult (plugin, endpoint) or a RubricJudgeResult
-// (rubric), both carrying `reward`. One response schema lists the fields of both so that the
-// serializer stays a flat, fast object writer; the static types below keep them apart.
+// (rubric), both carrying `reward`. The response schema is derived from both and lists their
+// fields flat, so the serializer stays a fast object writer; the static types keep them apart.
 import { Type, type Static } from 'typebox'
 
 export const ProvenanceSchema = Type.Object({
@@ -44,17 +44,8 @@ export type VerificationOutcome = VerifierResult | RubricJudgeResult
 
 export const VerifyResponseSchema = Type.Object({
   reward: Type.Number({ description: 'A finite reward that a verifier actually produced', examples: [0.83] }),
-  success: Type.Optional(Type.Boolean()),
-  message: Type.Optional(Type.String()),
-  output: Type.Optional(Type.String()),
-  score: Type.Optional(Type.Number()),
-  verdict: Type.Optional(Type.String()),
-  confidence: Type.Optional(Type.Number()),
-  evidence: Type.Optional(Type.Array(Type.String())),
-  failed_criteria: Type.Optional(Type.Array(Type.String())),
-  dimension_scores: Type.Optional(Type.Array(DimensionScoreSchema)),
-  truncated: Type.Optional(Type.Boolean()),
-  cached: Type.Optional(Type.Boolean()),
+  ...Type.Partial(Type.Omit(VerifierResultSchema, ['reward', 'verifier'])).properties,
+  ...Type.Partial(Type.Omit(RubricJudgeResultSchema, ['reward', 'verifier'])).properties,
   verifier: ProvenanceSchema,
   duration_ms: Type.Number()
 }, { description: 'VerifierResult (plugin, endpoint) or RubricJudgeResult (rubric), plus reward' })
