@@ -51,6 +51,8 @@ export class EgressGuard {
   readonly #allowedHosts = new Set<string>()
   readonly #allowedSuffixes: string[] = []
   readonly #allowedOrigins = new Set<string>()
+  /** The hosts of the allowed origins, for the check at connect time (which sees no port). */
+  readonly #allowedOriginHosts = new Set<string>()
   readonly #verdicts = new Map<string, string | undefined>()
   readonly #hasAllowlist: boolean
   readonly #hasAllowedNets: boolean
@@ -67,7 +69,9 @@ export class EgressGuard {
       const value = entry.trim().toLowerCase()
       if (value.includes('://')) {
         if (!URL.canParse(value)) throw new ConfigError('ARBITER_ENDPOINT_ALLOW', `"${entry}" is not a valid origin`)
-        this.#allowedOrigins.add(new URL(value).origin)
+        const origin = new URL(value)
+        this.#allowedOrigins.add(origin.origin)
+        this.#allowedOriginHosts.add(origin.hostname)
       } else if (value.includes('/')) {
         const [network, bits] = value.split('/')
         const prefix = Number(bits)
@@ -164,7 +168,7 @@ export class EgressGuard {
   #hostAdmitted (hostname: string, viaOrigins: boolean): boolean {
     if (this.#allowedHosts.has(hostname)) return true
     if (this.#allowedSuffixes.some((suffix) => hostname.endsWith(suffix))) return true
-    if (viaOrigins) for (const origin of this.#allowedOrigins) if (new URL(origin).hostname === hostname) return true
+    if (viaOrigins && this.#allowedOriginHosts.has(hostname)) return true
     return false
   }
 }

@@ -222,7 +222,7 @@ export class RubricStore {
     const rubrics = [...snapshot.rubrics].sort(([a], [b]) => a.localeCompare(b)).map(([ref, versions]) => ({
       ref,
       latest: Math.max(...versions.keys()),
-      versions: [...versions.values()].map((slot) => slot.ok
+      versions: [...versions].map(([version, slot]) => slot.ok
         ? {
             version: slot.rubric.version,
             title: slot.rubric.title,
@@ -232,7 +232,7 @@ export class RubricStore {
             pass_threshold: slot.rubric.passThreshold,
             requires_reference: slot.rubric.requiresReference
           }
-        : { version: Number(slot.invalid.ref?.split('@')[1]), invalid: slot.invalid.reason })
+        : { version, invalid: slot.invalid.reason })
     }))
     const description: Record<string, unknown> = {
       dir: snapshot.dir,
