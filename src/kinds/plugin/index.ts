@@ -72,7 +72,9 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
   let state = initial
   if (pythonProblem !== undefined) log.warn({ python: pythonCommand, reason: pythonProblem }, 'python runtime unavailable')
 
-  const pools = new Map<string, PluginPool>()
+  /** Pools by the vetted files they run (path and digest), then by runtime. */
+  const pools = new Map<string, Map<Runtime, PluginPool>>()
+  const filesKey = (plugin: PluginEntry): string => `${plugin.path}\0${plugin.digest ?? ''}`
   /** Pools of plugins a reload replaced or refused: they finish their calls, then stop. */
   const retired = new Set<PluginPool>()
   let closed = false
@@ -80,7 +82,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
   const refuse = (vetted: PluginEntry, reason: string): void => {
     // A pool outlives reloads that left its files alone, so the entry it was made for may be
     // from an older catalog: refuse the one the current catalog holds for the same files.
-    const plugin = state.catalog.plugins.find((entry) => entry.path === vetted.path && entry.digest === vetted.digest) ?? vetted
+    const plugin = state.catalog.plugins.find((entry) => filesKey(entry) === filesKey(vetted)) ?? vetted
     if (plugin.status === 'refused') return
     plugin.status = 'refused'
     plugin.reason = reason
@@ -92,8 +94,9 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
   }
 
   const poolFor = (plugin: PluginEntry, runtime: Runtime, identity: VerifierIdentity): PluginPool => {
-    const key = `${plugin.path}\0${plugin.digest ?? ''}\0${runtime}`
-    let pool = pools.get(key)
+    let byRuntime = pools.get(filesKey(plugin))
+    if (byRuntime === undefined) pools.set(filesKey(plugin), byRuntime = new Map())
+    let pool = byRuntime.get(runtime)
     if (pool !== undefined) return pool
     if (runtime === 'python' && python === undefined) {
       throw new VerificationError('ARB_PLUGIN_RUNTIME_UNAVAILABLE', identity, `plugin "${plugin.name}" needs Python, which is unavailable: ${pythonProblem ?? 'not resolved'}`)
@@ -117,7 +120,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       onEvent: (event) => { telemetry({ type: POOL_EVENTS[event], plugin: plugin.name ?? plugin.folder }) },
       beforeStart: async () => await (checking ??= recheck().finally(() => { checking = undefined }))
     })
-    pools.set(key, pool)
+    byRuntime.set(runtime, pool)
     return pool
   }
 
@@ -133,7 +136,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
 
   const idleMs = options.idleS * 1000
   const reaper = setInterval(() => {
-    for (const pool of pools.values()) pool.reap(idleMs)
+    for (const byRuntime of pools.values()) for (const pool of byRuntime.values()) pool.reap(idleMs)
     for (const pool of retired) {
       pool.reap(0)
       if (pool.all.size === 0 && pool.queued === 0) retired.delete(pool)
@@ -221,11 +224,11 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       state = next
       // Pools of plugins whose folder or digest is no longer vetted finish their calls and stop;
       // the rest carry on with their warm workers.
-      const keep = new Set(next.catalog.plugins.filter((p) => p.status === 'vetted').map((p) => `${p.path}\0${p.digest ?? ''}\0`))
-      for (const [key, pool] of pools) {
-        const prefix = key.slice(0, key.lastIndexOf('\0') + 1)
-        if (!keep.has(prefix)) {
-          pools.delete(key)
+      const keep = new Set(next.catalog.plugins.filter((p) => p.status === 'vetted').map(filesKey))
+      for (const [key, byRuntime] of pools) {
+        if (keep.has(key)) continue
+        pools.delete(key)
+        for (const pool of byRuntime.values()) {
           retired.add(pool)
           pool.retire()
         }
@@ -235,7 +238,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
     async close () {
       closed = true
       clearInterval(reaper)
-      const all = [...pools.values(), ...retired]
+      const all = [...[...pools.values()].flatMap((byRuntime) => [...byRuntime.values()]), ...retired]
       pools.clear()
       retired.clear()
       await Promise.all(all.map(async (pool) => await pool.close()))
