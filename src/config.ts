@@ -137,7 +137,7 @@ export const SETTINGS: { [K in keyof Config]: Setting<K> } = {
   pluginWorkers: { env: 'ARBITER_PLUGIN_WORKERS', parse: integer(1, 256), default: cores, doc: 'Worker processes per plugin at most (default: number of cores).' },
   pluginMemoryMb: { env: 'ARBITER_PLUGIN_MEMORY_MB', parse: integer(32, 1_048_576), default: 1024, doc: 'Memory cap per plugin worker process, in MiB.' },
   pluginIdleS: { env: 'ARBITER_PLUGIN_IDLE_S', parse: seconds, default: 300, doc: 'Idle plugin workers are stopped after this many seconds.' },
-  pluginMaxCalls: { env: 'ARBITER_PLUGIN_MAX_CALLS', parse: integer(1), default: 10_000, doc: 'A plugin worker is recycled after this many calls.' },
+  pluginMaxCalls: { env: 'ARBITER_PLUGIN_MAX_CALLS', parse: integer(1), default: 100_000, doc: 'A plugin worker is recycled after this many calls (a fresh process bounds a slow leak).' },
 
   rubricsDir: { env: 'ARBITER_RUBRICS_DIR', parse: text, default: `${PROJECT_ROOT}examples/rubrics`, doc: 'Rubric store: <owner>/<name>/<version>.(yaml|yml|json|md). Reloaded on SIGHUP.' },
   judgeBaseUrl: { env: 'ARBITER_JUDGE_BASE_URL', parse: httpUrl, default: undefined, doc: 'OpenAI-compatible base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1.' },

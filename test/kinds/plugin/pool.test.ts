@@ -1,7 +1,9 @@
-// PluginPool on its own: a worker stopped while its digest re-check still runs (no process yet).
-import t from 'tap'
+// PluginPool on its own: a worker stopped while its digest re-check still runs (no process yet),
+// and where calls go (packed onto one worker, or spread over the pool).
+import t, { type Test } from 'tap'
 import { PluginPool } from '../../../src/kinds/plugin/pool.js'
-import { memoryLog } from './helpers.js'
+import { scrubbedEnv, spawnSpec } from '../../../src/kinds/plugin/runtimes.js'
+import { FIXTURES, memoryLog } from './helpers.js'
 
 function pool (beforeStart: () => Promise<undefined>): PluginPool {
   return new PluginPool({
@@ -28,4 +30,54 @@ t.test('timed out before its worker ever started: a timeout naming the verifier'
   const plugins = pool(async () => await new Promise<undefined>(() => {}))
   t.teardown(async () => { await plugins.close() })
   t.match(await plugins.call(request(50)).catch((error: unknown) => error), { code: 'ARB_PLUGIN_TIMEOUT', retryable: true, verifier: { kind: 'plugin', ref: 'verify:score' } })
+})
+
+// Dispatch, with real Node workers over the js-edge fixture. The two thresholds are set per test
+// so that what a call costs on a loaded test machine does not decide the outcome.
+const JS_EDGE = `${FIXTURES}/js-edge`
+
+function jsPool (t: Test, thresholds: { packServiceMs: number, pipelineBudgetMs: number }): PluginPool {
+  const plugins = new PluginPool({
+    label: 'js-edge (node)',
+    spawn: spawnSpec('node', { pluginPath: JS_EDGE, memoryMb: 256, env: scrubbedEnv(process.env) }),
+    size: 2,
+    maxCalls: 1000,
+    log: memoryLog(),
+    ...thresholds
+  })
+  t.teardown(async () => { await plugins.close() })
+  return plugins
+}
+
+/** Calls js-edge's `callable`; its answer's message is the pid of the worker that ran it. */
+async function pidOf (plugins: PluginPool, callable: 'pid' | 'sleep', task: Record<string, unknown> = {}): Promise<string> {
+  const verdict = await plugins.call({ identity: { kind: 'plugin', ref: `verify:${callable}` }, module: 'verify', file: `${JS_EDGE}/verify.mjs`, callable, task, trajectory: '', timeoutMs: 10_000 })
+  return verdict.message ?? ''
+}
+
+t.test('a cheap verifier\'s concurrent calls are packed onto one worker', async (t) => {
+  const plugins = jsPool(t, { packServiceMs: 60_000, pipelineBudgetMs: 60_000 })
+  const first = await pidOf(plugins, 'pid') // its service time is now known, and cheap
+  const pids = await Promise.all(Array.from({ length: 20 }, async () => await pidOf(plugins, 'pid')))
+  t.same(new Set(pids), new Set([first]), 'every call ran on the first worker; no second one was started')
+})
+
+t.test('a verifier that is not cheap spreads over the pool', async (t) => {
+  const plugins = jsPool(t, { packServiceMs: 0, pipelineBudgetMs: 60_000 })
+  await pidOf(plugins, 'pid')
+  const pids = await Promise.all([pidOf(plugins, 'pid'), pidOf(plugins, 'pid')])
+  t.equal(new Set(pids).size, 2, 'the second concurrent call got a worker of its own')
+})
+
+t.test('a call running past the budget stops calls packing behind it', async (t) => {
+  const plugins = jsPool(t, { packServiceMs: 60_000, pipelineBudgetMs: 100 })
+  const first = await pidOf(plugins, 'pid')
+  const order: string[] = []
+  const slow = pidOf(plugins, 'sleep', { seconds: 1.5 }).then((pid) => { order.push('slow'); return pid })
+  await new Promise((resolve) => setTimeout(resolve, 300)) // the slow call has now run 3x the budget
+  const cheap = await pidOf(plugins, 'pid')
+  order.push('cheap')
+  t.equal(await slow, first, 'the slow call ran on the first worker')
+  t.not(cheap, first, 'the cheap call went to another worker instead of waiting behind it')
+  t.same(order, ['cheap', 'slow'])
 })
