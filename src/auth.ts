@@ -1,12 +1,12 @@
 // Optional bearer tokens. Tokens are compared as SHA-256 digests with timingSafeEqual against
 // every configured token (no early exit), so neither a token's content nor its length leaks
 // through response timing.
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { ArbiterError, ConfigError } from './errors.js'
 
 function digest (token: string): Buffer {
-  return createHash('sha256').update(token).digest()
+  return hash('sha256', token, 'buffer')
 }
 
 export class BearerAuth {

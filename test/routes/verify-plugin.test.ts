@@ -26,6 +26,7 @@ t.test('plugin verifiers over HTTP', async (t) => {
   t.equal(ok.statusCode, 200, ok.body)
   const body = ok.json()
   t.match(body, { reward: 1, success: true, verifier: { kind: 'plugin', ref: 'verify:score_arithmetic', plugin: 'arithmetic', version: '1.0.0', digest, runtime: 'python' } })
+  t.strictSame(body.verifier, { kind: 'plugin', ref: 'verify:score_arithmetic', plugin: 'arithmetic', version: '1.0.0', digest, runtime: 'python' }, 'exactly, version a string')
   t.type(body.duration_ms, 'number')
 
   const js = await app.inject({

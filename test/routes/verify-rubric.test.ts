@@ -54,6 +54,9 @@ t.test('200: the RubricJudgeResult with provenance survives serialization', asyn
     samples: 1,
     usage: { total_tokens: 120 }
   })
+  // Every provenance field survives the response serializer, with its type (version: a number here).
+  t.same(Object.keys(body.verifier).sort(), ['content_hash', 'disagreement', 'judge_calls', 'judge_model', 'judge_model_requested', 'kind', 'reasks', 'ref', 'response_format', 'rubric', 'samples', 'temperature', 'usage', 'version'])
+  t.type(body.verifier.version, 'number')
   t.equal(judge.requests[0].headers.authorization, `Bearer ${API_KEY}`)
   t.notOk(logText().includes(API_KEY), 'the key is in no log line')
 })

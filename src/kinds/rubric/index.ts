@@ -2,7 +2,7 @@
 // score the flattened trajectory against its dimensions, check the answer, and compute score
 // and verdict here. Any failure on the way is a VerificationError (502) naming the rubric ref;
 // nothing here ever answers a 0 in place of a verdict.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { Deadline } from '../../deadline.js'
 import type { Config } from '../../config.js'
 import { ArbiterError, VerificationError } from '../../errors.js'
@@ -183,7 +183,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
     }
 
     const key = cache.enabled
-      ? createHash('sha256').update(JSON.stringify([rubric.contentHash, options.judgeBaseUrl, model, temperature, samples, options.judgeResponseFormat, options.judgeMaxChars, taskPrompt ?? null, reference ?? null, trajectory.text])).digest('hex')
+      ? hash('sha256', JSON.stringify([rubric.contentHash, options.judgeBaseUrl, model, temperature, samples, options.judgeResponseFormat, options.judgeMaxChars, taskPrompt ?? null, reference ?? null, trajectory.text]), 'hex')
       : ''
     const hit = cache.enabled ? cache.get(key) : undefined
     if (hit !== undefined) {
