@@ -85,6 +85,38 @@ export async function load (spec: Partial<LoadSpec> & Pick<LoadSpec, 'url' | 'bo
 
 export interface Row { name: string, result: LoadResult & { cpuUsPerRequest?: number } }
 
+export interface Target {
+  name: string
+  url: string
+  body: string
+  /** The server process behind url, for its CPU time per request. */
+  server?: Running
+}
+
+/**
+ * Measures the targets in interleaved rounds (BENCH_ROUNDS, 3 by default) after a warm-up, and
+ * keeps each one's median round: a burst of someone else's load on this shared machine then
+ * lands on one round of every target rather than on the whole run of one. The first round also
+ * samples precise latency. Every round's req/s is printed, so the spread is visible.
+ */
+export async function interleave (targets: Target[], connections: number, rounds = Number(process.env.BENCH_ROUNDS ?? 3)): Promise<Row[]> {
+  for (const target of targets) await load({ url: target.url, body: target.body, connections, durationS: 2 })
+  const samples = targets.map((): Row['result'][] => [])
+  for (let round = 0; round < rounds; round++) {
+    for (const [index, target] of targets.entries()) {
+      const spec = { url: target.url, body: target.body, connections, latencyS: round === 0 ? 2 : 0 }
+      samples[index].push(target.server === undefined ? await load(spec) : await measure(target.server, spec))
+    }
+  }
+  for (const [index, target] of targets.entries()) console.log(`  ${target.name}: ${samples[index].map((r) => r.rps.toFixed(0)).join(', ')} req/s`)
+  return targets.map((target, index) => ({ name: target.name, result: median(samples[index]) }))
+}
+
+function median (results: Array<Row['result']>): Row['result'] {
+  const middle = [...results].sort((a, b) => a.rps - b.rps)[Math.floor(results.length / 2)]
+  return { ...middle, p50Ms: results[0].p50Ms, p99Ms: results[0].p99Ms, errors: results.reduce((n, r) => n + r.errors, 0), non2xx: results.reduce((n, r) => n + r.non2xx, 0) }
+}
+
 /** Prints a table of rows with each row's throughput as a ratio of the named reference row. */
 export function report (title: string, rows: Row[], reference: string): void {
   const base = rows.find((row) => row.name === reference)?.result.rps ?? Number.NaN
@@ -112,3 +144,6 @@ export function verifyPayload (kind: string, ref: string, extra: { name?: string
     trajectory: extra.trajectory ?? 'The answer is 4'
   })
 }
+
+/** For bench/servers/trivial.ts, whose endpoint kind answers at once without any I/O. */
+export const AT_ONCE_BODY = verifyPayload('endpoint', 'http://127.0.0.1:9/at-once')

@@ -11,7 +11,7 @@ import { once } from 'node:events'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { BASELINE_JS, BENCH_SECONDS, SERVER_JS, TRIVIAL_JS, goal, load, report, start, verifyPayload } from './harness.js'
+import { BASELINE_JS, BENCH_SECONDS, SERVER_JS, TRIVIAL_JS, AT_ONCE_BODY, goal, interleave, report, start, verifyPayload } from './harness.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const EXAMPLES = `${ROOT}examples/plugins`
@@ -54,34 +54,18 @@ async function main (): Promise<void> {
   // cost from the worker round trip's.
   const noop = await start(TRIVIAL_JS)
   const targets = [
-    { name: 'baseline: bare Fastify POST (same schema)', url: `${baseline.url}/v1/verify`, body: python },
-    { name: 'arbiter /v1/verify plugin, python', url: `${arbiter.url}/v1/verify`, body: python },
-    { name: 'arbiter /v1/verify plugin, node', url: `${arbiter.url}/v1/verify`, body: js },
-    // bench/servers/trivial.ts answers the endpoint kind at once, without any I/O.
-    { name: 'arbiter /v1/verify, a kind answering at once', url: `${noop.url}/v1/verify`, body: JSON.stringify({ manifest: { verifier: { kind: 'endpoint', ref: 'http://127.0.0.1:9/noop' } }, task: { prompt: 'What is 2+2?', reference: '4' }, trajectory: 'The answer is 4' }) }
+    { name: 'baseline: bare Fastify POST (same schema)', url: `${baseline.url}/v1/verify`, body: python, server: baseline },
+    { name: 'arbiter /v1/verify plugin, python', url: `${arbiter.url}/v1/verify`, body: python, server: arbiter },
+    { name: 'arbiter /v1/verify plugin, node', url: `${arbiter.url}/v1/verify`, body: js, server: arbiter },
+    { name: 'arbiter /v1/verify, a kind answering at once', url: `${noop.url}/v1/verify`, body: AT_ONCE_BODY, server: noop }
   ]
-  // Warm-up: start the workers, import the plugins, JIT the paths.
-  for (const target of targets) await load({ url: target.url, body: target.body, connections, durationS: 2 })
-  // The machine is shared: interleave the targets over several rounds and keep each one's
-  // median, so a burst of someone else's load does not land on one target only.
+  // The warm-up also starts the workers and imports the plugins.
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
-  const samples = new Map<string, Awaited<ReturnType<typeof load>>[]>(targets.map((target) => [target.name, []]))
-  for (let round = 0; round < rounds; round++) {
-    for (const target of targets) {
-      samples.get(target.name)?.push(await load({ url: target.url, body: target.body, connections, durationS: seconds, latencyS: round === 0 ? 2 : 0 }))
-    }
-  }
-  const median = (results: Awaited<ReturnType<typeof load>>[]): Awaited<ReturnType<typeof load>> => {
-    const sorted = [...results].sort((a, b) => a.rps - b.rps)
-    const middle = sorted[Math.floor(sorted.length / 2)]
-    return { ...middle, p50Ms: results[0].p50Ms, p99Ms: results[0].p99Ms, errors: results.reduce((n, r) => n + r.errors, 0), non2xx: results.reduce((n, r) => n + r.non2xx, 0) }
-  }
-  const rows = targets.map((target) => ({ name: target.name, result: median(samples.get(target.name) ?? []) }))
+  const rows = await interleave(targets, connections, rounds)
   await arbiter.stop()
   await noop.stop()
   await baseline.stop()
   report(`plugin kind, ${connections} connections, median of ${rounds} interleaved rounds of ${seconds} s`, rows, 'baseline: bare Fastify POST (same schema)')
-  for (const target of targets) console.log(`  ${target.name}: ${(samples.get(target.name) ?? []).map((r) => r.rps.toFixed(0)).join(', ')} req/s`)
 
   const { stdout } = await promisify(execFile)('python3', ['-c', 'import sys; print(sys.executable)'])
   const realPython = stdout.trim()

@@ -1,8 +1,15 @@
-// The code that says why a network call failed, for the endpoint kind and the judge client.
-// undici wraps socket failures (UND_ERR_SOCKET, UND_ERR_CONNECT) around the system error that
-// names the cause (ECONNRESET, ECONNREFUSED, …): the most specific code wins.
+// The code that says why a network call failed, and which failures can be retried, for the
+// endpoint kind and the judge client. undici wraps socket failures (UND_ERR_SOCKET,
+// UND_ERR_CONNECT) around the system error that names the cause (ECONNRESET, ECONNREFUSED, …):
+// the most specific code wins.
 
 const WRAPPERS = new Set(['UND_ERR_SOCKET', 'UND_ERR_CONNECT'])
+
+/** The request never reached the server: retrying it cannot do anything twice. */
+export const CONNECT_FAILURES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT'])
+
+/** The connection broke once the request may have been sent: retried only where that is harmless. */
+export const DROPPED_CONNECTIONS: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'])
 
 export function networkErrorCode (error: unknown): string | undefined {
   let current = error as { code?: unknown, cause?: unknown } | null | undefined

@@ -9,7 +9,7 @@ import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
 import { Deadline } from '../../deadline.js'
 import { ERROR_PEEK_BYTES, exchange } from '../../http-exchange.js'
-import { networkErrorCode } from '../../network-error.js'
+import { CONNECT_FAILURES, networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
 import { USER_AGENT } from '../../version.js'
 import { parseAnswer } from './answer.js'
@@ -32,7 +32,6 @@ export interface EndpointKindOptions {
 }
 
 /** Codes of failures where the request provably never reached the scorer. */
-const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT'])
 
 interface Attempt { error: VerificationError, retry: boolean, waitMs?: number }
 

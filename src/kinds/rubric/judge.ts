@@ -12,7 +12,7 @@ import { snippet } from '../../snippet.js'
 import { flattenTrajectory } from '../../trajectory.js'
 import type { Log } from '../../registry.js'
 import { Slots } from '../../slots.js'
-import { networkErrorCode } from '../../network-error.js'
+import { CONNECT_FAILURES, DROPPED_CONNECTIONS, networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
 
 export interface JudgeUsage {
@@ -41,12 +41,9 @@ export interface JudgeClientOptions {
   maxResponseBytes?: number
 }
 
-const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED'])
-
-/** Seconds from a Retry-After header (delta-seconds or an HTTP date), or undefined. */
-export function parseRetryAfter (header: string | string[] | undefined, now = Date.now()): number | undefined {
-  const ms = retryAfterMs(header, now)
-  return ms === undefined ? undefined : ms / 1000
+/** A chat completion changes nothing on the judge's side: a dropped connection is retried too. */
+function retryable (code: string | undefined): code is string {
+  return code !== undefined && (CONNECT_FAILURES.has(code) || DROPPED_CONNECTIONS.has(code) || code === 'ENOTFOUND')
 }
 
 export class JudgeClient {
@@ -99,9 +96,9 @@ export class JudgeClient {
       const last = attempt >= this.#retries
       let status: number
       let text: string
-      let retryAfter: number | undefined
+      let retryAfterWaitMs: number | undefined
       try {
-        ({ status, text, retryAfter } = await this.#send(payload, signal))
+        ({ status, text, retryAfterWaitMs } = await this.#send(payload, signal))
       } catch (error) {
         if (signal.aborted) throw this.#timeout(error)
         const code = networkErrorCode(error)
@@ -109,7 +106,7 @@ export class JudgeClient {
           throw new ArbiterError('ARB_JUDGE_UNUSABLE', `the judge's answer is over ${this.#maxResponseBytes} bytes`, { cause: error })
         }
         /* c8 ignore next 3 -- an unknown failure from undici is not retried blindly; no test server can produce one on demand */
-        if (code === undefined || !RETRYABLE_NETWORK.has(code)) {
+        if (!retryable(code)) {
           throw new ArbiterError('ARB_JUDGE_UNREACHABLE', `the judge at ${this.origin} failed: ${(error as Error).message}`, { cause: error, retryable: true })
         }
         this.#log.warn({ judge: this.origin, attempt, code }, 'judge unreachable')
@@ -126,23 +123,23 @@ export class JudgeClient {
       this.#log.warn({ judge: this.origin, attempt, status }, 'judge answered with an error status')
       if (!transient) throw failure('')
       if (last) throw failure(` after ${attempt + 1} attempts`)
-      await this.#backoff(retryAfter, attempt, deadline, () => failure(` and its Retry-After (${retryAfter} s) is past the deadline`))
+      await this.#backoff(retryAfterWaitMs, attempt, deadline, () => failure(` and its Retry-After (${(retryAfterWaitMs ?? 0) / 1000} s) is past the deadline`))
     }
   }
 
-  async #send (payload: Buffer, signal: AbortSignal): Promise<{ status: number, text: string, retryAfter: number | undefined }> {
+  async #send (payload: Buffer, signal: AbortSignal): Promise<{ status: number, text: string, retryAfterWaitMs: number | undefined }> {
     const release = await this.#slots.acquire(signal)
     try {
       const answer = await exchange(this.#pool, { path: this.#path, headers: this.#headers, body: payload, signal, maxBytes: this.#maxResponseBytes })
-      return { status: answer.status, text: answer.body.toString('utf8'), retryAfter: parseRetryAfter(answer.headers['retry-after']) }
+      return { status: answer.status, text: answer.body.toString('utf8'), retryAfterWaitMs: retryAfterMs(answer.headers['retry-after']) }
     } finally {
       release()
     }
   }
 
   /** Sleeps before a retry, or throws `tooLate()` when the wait would pass the deadline. */
-  async #backoff (retryAfterS: number | undefined, attempt: number, deadline: Deadline, tooLate: () => ArbiterError): Promise<void> {
-    const delay = retryAfterS !== undefined ? retryAfterS * 1000 : this.#retryBaseMs * 2 ** attempt * (0.5 + Math.random() / 2)
+  async #backoff (retryAfterWaitMs: number | undefined, attempt: number, deadline: Deadline, tooLate: () => ArbiterError): Promise<void> {
+    const delay = retryAfterWaitMs ?? this.#retryBaseMs * 2 ** attempt * (0.5 + Math.random() / 2)
     if (!deadline.fits(delay)) throw tooLate()
     try {
       await deadline.sleep(delay)

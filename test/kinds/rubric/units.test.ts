@@ -2,7 +2,7 @@
 // cache, the limiter and Retry-After parsing.
 import t from 'tap'
 import { LruTtlCache } from '../../../src/kinds/rubric/cache.js'
-import { parseRetryAfter } from '../../../src/kinds/rubric/judge.js'
+import { retryAfterMs } from '../../../src/retry-after.js'
 import { Slots } from '../../../src/slots.js'
 import { drawBoundary, truncateMiddle } from '../../../src/kinds/rubric/prompt.js'
 import { numberCriteria, type Rubric } from '../../../src/kinds/rubric/rubric.js'
@@ -132,12 +132,13 @@ t.test('Slots: FIFO queue, aborted waiters leave it', async (t) => {
   await t.rejects(limiter.acquire(AbortSignal.abort(new Error('already'))), { message: 'already' })
 })
 
-t.test('parseRetryAfter: seconds or an HTTP date', async (t) => {
-  t.equal(parseRetryAfter('3'), 3)
-  t.equal(parseRetryAfter(['2']), 2)
-  t.equal(parseRetryAfter(undefined), undefined)
-  t.equal(parseRetryAfter(''), undefined)
-  t.equal(parseRetryAfter('soon'), undefined)
-  t.equal(parseRetryAfter('Thu, 01 Jan 1970 00:00:10 GMT', 0), 10)
-  t.equal(parseRetryAfter('Thu, 01 Jan 1970 00:00:10 GMT', 20_000), 0, 'a past date means now')
+t.test('retryAfterMs (the judge\'s, the endpoint kind\'s and the client\'s parser): seconds or an HTTP date', async (t) => {
+  t.equal(retryAfterMs('3'), 3000)
+  t.equal(retryAfterMs('1.5'), 1500)
+  t.equal(retryAfterMs(['2']), 2000)
+  t.equal(retryAfterMs(undefined), undefined)
+  t.equal(retryAfterMs(''), undefined)
+  t.equal(retryAfterMs('soon'), undefined)
+  t.equal(retryAfterMs('Thu, 01 Jan 1970 00:00:10 GMT', 0), 10_000)
+  t.equal(retryAfterMs('Thu, 01 Jan 1970 00:00:10 GMT', 20_000), 0, 'a past date means now')
 })
