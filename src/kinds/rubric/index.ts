@@ -39,6 +39,8 @@ interface Judged {
   usage: JudgeUsage
   calls: number
   reasks: number
+  /** The answer last served from this entry, frozen: the next hit with the same ref and threshold is the same answer. */
+  served?: { ref: string, passThreshold: number, truncated: boolean, result: RubricJudgeResult }
 }
 
 /** The judge request of one verification: its first body, and the body of a re-ask. */
@@ -51,6 +53,14 @@ function addUsage (into: JudgeUsage, more: JudgeUsage): void {
   into.prompt_tokens += more.prompt_tokens
   into.completion_tokens += more.completion_tokens
   into.total_tokens += more.total_tokens
+}
+
+function deepFreeze<T> (value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner)
+    Object.freeze(value)
+  }
+  return value
 }
 
 function textOf (value: unknown): string | undefined {
@@ -185,10 +195,20 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
     const key = cache.enabled
       ? hash('sha256', JSON.stringify([rubric.contentHash, options.judgeBaseUrl, model, temperature, samples, options.judgeResponseFormat, options.judgeMaxChars, taskPrompt ?? null, reference ?? null, trajectory.text]), 'hex')
       : ''
+    // A hit's answer depends only on the entry (the key covers the rubric's content, the judge
+    // settings and the texts), the ref it was asked by, the pass threshold and whether the
+    // trajectory was cut; built once, it is served frozen to the hits after it.
+    const served = (judged: Judged): RubricJudgeResult => {
+      const last = judged.served
+      if (last !== undefined && last.ref === ref && last.passThreshold === passThreshold && last.truncated === trajectory.truncated) return last.result
+      const answer = deepFreeze(result(judged, true))
+      judged.served = { ref, passThreshold, truncated: trajectory.truncated, result: answer }
+      return answer
+    }
     const hit = cache.enabled ? cache.get(key) : undefined
     if (hit !== undefined) {
       telemetry({ type: 'judge_cache_hit' })
-      return result(hit, true)
+      return served(hit)
     }
     // Identical verifications that miss at the same moment (a GRPO group often holds the same
     // short completion several times) share one judgement, success or failure, instead of each
@@ -198,7 +218,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
     if (shared !== undefined) {
       const judged = await shared
       telemetry({ type: 'judge_cache_hit' })
-      return result(judged, true)
+      return served(judged)
     }
     const judging = judgeNow(rubric, ref, { model, temperature, responseFormat: options.judgeResponseFormat }, samples, { taskPrompt, reference, trajectory: trajectory.text }, context.timeoutMs)
     if (cache.enabled) {

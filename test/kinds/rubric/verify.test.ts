@@ -342,6 +342,31 @@ t.test('caching: a hit skips the judge; failures are never cached', async (t) =>
   t.match(kind.describe(), { cache: { enabled: true, max: 10, ttl_s: 60 } })
 })
 
+t.test('cache hits: each answers for its own ref and pass threshold, and none can change the cached verdict', async (t) => {
+  const { judge, kind } = await setup(t, [{ content: GOOD_MATH }], { judgeCacheSize: 10 })
+  const first = await kind.verify(context('acme/math@2', TASK, '4')) as RubricJudgeResult
+  t.equal(first.verdict, 'PASS')
+  const hit = await kind.verify(context('acme/math@2', TASK, '4')) as RubricJudgeResult
+  t.equal(hit.cached, true)
+  t.throws(() => { hit.evidence.push('tampered') }, TypeError, 'a served hit is frozen')
+  t.throws(() => { (hit.verifier.usage as { total_tokens: number }).total_tokens = 0 }, TypeError)
+
+  // Same rubric content (acme/math is version 2), so the same cache entry: asked by another ref
+  // or with another threshold, the hit still says which ref asked and applies that threshold.
+  const byLatest = await kind.verify(context('acme/math', TASK, '4')) as RubricJudgeResult
+  t.equal(byLatest.cached, true)
+  t.equal(byLatest.verifier.ref, 'acme/math')
+  const strict = await kind.verify(context('acme/math', TASK, '4', { passThreshold: 0.99 })) as RubricJudgeResult
+  t.equal(strict.cached, true)
+  t.equal(strict.verdict, 'FAIL')
+  const again = await kind.verify(context('acme/math@2', TASK, '4')) as RubricJudgeResult
+  t.same(again, hit, 'back to the first ref and threshold: the same answer, untouched')
+  t.equal(again.verifier.ref, 'acme/math@2')
+  t.equal(again.verdict, 'PASS')
+  t.same(again.evidence, first.evidence)
+  t.equal(judge.requests.length, 1, 'one judge call for all of them')
+})
+
 t.test('single flight: identical verifications missing at the same moment share one judgement', async (t) => {
   const { judge, kind } = await setup(t, [
     { content: GOOD_MATH, delayMs: 50 },
