@@ -2,7 +2,7 @@
 // `manifest.name`, run out of the server's process in a pool of persistent workers per plugin
 // (see pool.ts for the workers, catalog.ts for the digest gate, resolve.ts for module paths).
 import { noTelemetry, type KindHandler, type Log, type Telemetry, type VerificationContext } from '../../registry.js'
-import type { VerificationOutcome } from '../../../schemas/result.js'
+import type { Provenance, VerificationOutcome } from '../../../schemas/result.js'
 import { VerificationError, type ErrorCode, type VerifierIdentity } from '../../errors.js'
 import { parsePluginRef } from '../../refs.js'
 import { toVerifierResult } from '../../result.js'
@@ -124,6 +124,20 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
     return pool
   }
 
+  // The provenance of a plugin's answers is the same for every call of one ref: built once per
+  // vetted catalog entry, frozen, and shared by the results (which are only serialized).
+  const provenances = new WeakMap<PluginEntry, Map<string, Provenance>>()
+  const provenanceOf = (plugin: PluginEntry, ref: string, runtime: Runtime): Provenance => {
+    let byRef = provenances.get(plugin)
+    if (byRef === undefined) provenances.set(plugin, byRef = new Map())
+    let provenance = byRef.get(ref)
+    if (provenance === undefined || provenance.runtime !== runtime) {
+      provenance = Object.freeze({ kind: 'plugin', ref, plugin: plugin.name, version: plugin.version, digest: plugin.digest, runtime })
+      byRef.set(ref, provenance)
+    }
+    return provenance
+  }
+
   const resolveCached = async (plugin: PluginEntry, module: string): Promise<Resolution> => {
     const key = `${plugin.path}\0${module}`
     let resolution = state.resolutions.get(key)
@@ -186,14 +200,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
         timeoutMs: context.timeoutMs,
         requestId: context.requestId
       })
-      return toVerifierResult(verdict, {
-        kind: 'plugin',
-        ref,
-        plugin: name,
-        version: plugin.version,
-        digest: plugin.digest,
-        runtime
-      }, manifest.verifier.pass_threshold)
+      return toVerifierResult(verdict, provenanceOf(plugin, ref, runtime), manifest.verifier.pass_threshold)
     },
 
     describe () {
