@@ -81,7 +81,7 @@ export class Metrics {
 
   verification = (event: VerificationEvent): void => {
     this.#verifications.inc(`${event.kind}\u0000${event.outcome}\u0000${event.code ?? ''}`)
-    this.#duration.observe(event.kind, event.durationMs / 1000)
+    this.#duration.observe(event.kind, event.duration_ms / 1000)
   }
 
   response (route: string, status: number): void {

@@ -90,12 +90,21 @@ export class Registry {
   }
 
   async verify (request: Omit<VerificationContext, 'timeoutMs'>): Promise<VerificationOutcome> {
-    const verifier: VerifierIdentity = { kind: request.manifest.verifier.kind, ref: request.manifest.verifier.ref }
-    const handler = this.get(request.manifest.verifier.kind, verifier.ref)
+    const { kind, ref } = request.manifest.verifier
+    const handler = this.get(kind, ref)
     let outcome: VerificationOutcome
     try {
-      outcome = await handler.verify({ ...request, timeoutMs: this.timeoutMs(handler, request.manifest) })
+      // Spelled out rather than spread: this runs for every verification.
+      outcome = await handler.verify({
+        manifest: request.manifest,
+        task: request.task,
+        trajectory: request.trajectory,
+        requestId: request.requestId,
+        timeoutMs: this.timeoutMs(handler, request.manifest),
+        log: request.log
+      })
     } catch (error) {
+      const verifier: VerifierIdentity = { kind, ref }
       if (error instanceof VerificationError) throw error
       if (error instanceof ArbiterError) {
         // A kind's own code stands (a 502 of its kind, a 503 while shutting down); an internal
@@ -107,12 +116,12 @@ export class Registry {
       throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier failed unexpectedly: ${(error as Error)?.message ?? String(error)}`, { cause: error })
     }
     if (typeof outcome?.reward !== 'number' || !Number.isFinite(outcome.reward)) {
-      throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier produced no finite reward`)
+      throw new VerificationError('ARB_VERIFIER_FAILED', { kind, ref }, `the ${kind} verifier produced no finite reward`)
     }
     // The answer must say which verifier produced it (the response schema requires it): a
     // result without one would otherwise fail in serialization, as a 500.
     if (typeof outcome.verifier?.kind !== 'string' || typeof outcome.verifier.ref !== 'string') {
-      throw new VerificationError('ARB_VERIFIER_FAILED', verifier, `the ${verifier.kind} verifier's result does not name its verifier (verifier.kind, verifier.ref)`)
+      throw new VerificationError('ARB_VERIFIER_FAILED', { kind, ref }, `the ${kind} verifier's result does not name its verifier (verifier.kind, verifier.ref)`)
     }
     return outcome
   }

@@ -10,13 +10,15 @@ import { ArbiterError } from './errors.js'
 import { refProblem } from './refs.js'
 import type { Log, Registry } from './registry.js'
 
+/** One verification's summary: its log line's fields, and what /metrics counts. */
 export interface VerificationEvent {
   kind: string
   ref: string
   outcome: 'ok' | 'error'
   code?: string
+  message?: string
   reward?: number
-  durationMs: number
+  duration_ms: number
 }
 
 export interface VerificationsOptions {
@@ -53,15 +55,15 @@ export class Verifications {
         requestId: context.requestId,
         log: context.log
       })
-      const durationMs = elapsed(started)
-      context.log.info({ kind, ref, outcome: 'ok', reward: outcome.reward, duration_ms: durationMs }, 'verification')
-      this.#observe({ kind, ref, outcome: 'ok', reward: outcome.reward, durationMs })
-      return { ...outcome, duration_ms: durationMs }
+      const event: VerificationEvent = { kind, ref, outcome: 'ok', reward: outcome.reward, duration_ms: elapsed(started) }
+      context.log.info(event, 'verification')
+      this.#observe(event)
+      return { ...outcome, duration_ms: event.duration_ms }
     } catch (error) {
-      const durationMs = elapsed(started)
       const code = error instanceof ArbiterError ? error.code : 'ARB_INTERNAL'
-      context.log.info({ kind, ref, outcome: 'error', code, message: (error as Error)?.message, duration_ms: durationMs }, 'verification')
-      this.#observe({ kind, ref, outcome: 'error', code, durationMs })
+      const event: VerificationEvent = { kind, ref, outcome: 'error', code, message: (error as Error)?.message, duration_ms: elapsed(started) }
+      context.log.info(event, 'verification')
+      this.#observe(event)
       throw error
     } finally {
       release?.()
