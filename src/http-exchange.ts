@@ -5,6 +5,7 @@
 // is a large share of a verification.
 import type { IncomingHttpHeaders } from 'node:http'
 import { errors, type Dispatcher } from 'undici'
+import type { StopSignal } from './deadline.js'
 
 export interface ExchangeRequest {
   /** Needed when the dispatcher is an Agent; a Pool knows its origin. */
@@ -13,7 +14,7 @@ export interface ExchangeRequest {
   headers: Record<string, string>
   body: Buffer
   /** Aborts the exchange, wherever it is (queued, connecting, reading); the promise rejects with its reason. */
-  signal: AbortSignal
+  signal: StopSignal
   /** A 2xx answer that declares a larger content-length is refused before its body is read. */
   maxBytes: number
   /**
@@ -60,15 +61,15 @@ export async function exchange (dispatcher: Dispatcher, request: ExchangeRequest
     }
     // Settles at once, even while the request still waits in the dispatcher's queue.
     function onAbort (): void {
-      controller?.abort(signal.reason)
+      controller?.abort(signal.reason as Error)
       finish(signal.reason)
     }
-    signal.addEventListener('abort', onAbort, { once: true })
+    signal.addEventListener('abort', onAbort)
 
     dispatcher.dispatch({ origin: request.origin, path: request.path, method: 'POST', headers: request.headers, body: request.body }, {
       onRequestStart (started) {
         controller = started
-        if (settled) started.abort(signal.reason)
+        if (settled) started.abort(signal.reason as Error)
       },
       onResponseStart (started, statusCode, responseHeaders) {
         status = statusCode

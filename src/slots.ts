@@ -2,6 +2,7 @@
 // (verifications in flight, with a cap on the queue beyond which a request is refused at once)
 // and the judge client (calls in flight; a waiter whose deadline passes leaves the queue, so an
 // overloaded judge turns into timeouts, not an unbounded pile-up).
+import type { StopSignal } from './deadline.js'
 
 export type Release = () => void
 
@@ -33,7 +34,7 @@ export class Slots {
   }
 
   /** Waits for a slot; throws the cap's error when the queue is full, or the signal's reason when it aborts first. Call the release once. */
-  async acquire (signal?: AbortSignal): Promise<Release> {
+  async acquire (signal?: StopSignal): Promise<Release> {
     signal?.throwIfAborted()
     const free = this.tryAcquire()
     if (free !== undefined) return free
@@ -48,7 +49,7 @@ export class Slots {
         if (index !== -1) this.#waiting.splice(index, 1)
         reject(signal?.reason)
       }
-      signal?.addEventListener('abort', onAbort, { once: true })
+      signal?.addEventListener('abort', onAbort)
       this.#waiting.push(grant)
     })
   }

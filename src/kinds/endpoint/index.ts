@@ -7,7 +7,7 @@ import { VerificationError, type VerifierIdentity } from '../../errors.js'
 import { snippet } from '../../snippet.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
-import { Deadline } from '../../deadline.js'
+import { Deadline, type StopSignal } from '../../deadline.js'
 import { ERROR_PEEK_BYTES, exchange } from '../../http-exchange.js'
 import { CONNECT_FAILURES, networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
@@ -41,14 +41,14 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
   const agent = new Agent({
     connections: options.connectionsPerOrigin,
     keepAliveTimeout: 10_000,
-    // The per-verification AbortSignal is the real deadline; these only must not cut it short.
+    // The per-verification deadline is the real one; these only must not cut it short.
     headersTimeout: maxTimeoutMs,
     bodyTimeout: maxTimeoutMs,
     maxResponseSize: options.maxResponseBytes,
     connect: { lookup: guard.lookup(options.lookup) }
   })
 
-  async function attempt (context: VerificationContext, url: URL, payload: Buffer, signal: AbortSignal, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
+  async function attempt (context: VerificationContext, url: URL, payload: Buffer, signal: StopSignal, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
     const verifier: VerifierIdentity = { kind: 'endpoint', ref: context.manifest.verifier.ref }
     let answer
     try {
@@ -134,7 +134,7 @@ function timeoutError (verifier: VerifierIdentity, timeoutMs: number): Verificat
 }
 
 /** Maps a socket-level failure to its code; only connect failures may be retried. */
-function classify (error: unknown, verifier: VerifierIdentity, signal: AbortSignal, timeoutMs: number, maxBytes: number): Attempt {
+function classify (error: unknown, verifier: VerifierIdentity, signal: StopSignal, timeoutMs: number, maxBytes: number): Attempt {
   if (signal.aborted) return { retry: false, error: timeoutError(verifier, timeoutMs) }
   const code = networkErrorCode(error)
   const detail = (error as Error)?.message ?? String(error)

@@ -3,7 +3,7 @@
 // for another host, and redirects are not followed. Every call runs inside the caller's
 // deadline signal (queue wait, retries and Retry-After sleeps included); at most `concurrency`
 // requests are in flight; 429, 5xx and connection failures are retried at most `retries` times.
-import type { Deadline } from '../../deadline.js'
+import type { Deadline, StopSignal } from '../../deadline.js'
 import sjson from 'secure-json-parse'
 import { Pool } from 'undici'
 import { exchange } from '../../http-exchange.js'
@@ -127,7 +127,7 @@ export class JudgeClient {
     }
   }
 
-  async #send (payload: Buffer, signal: AbortSignal): Promise<{ status: number, text: string, retryAfterWaitMs: number | undefined }> {
+  async #send (payload: Buffer, signal: StopSignal): Promise<{ status: number, text: string, retryAfterWaitMs: number | undefined }> {
     const release = await this.#slots.acquire(signal)
     try {
       const answer = await exchange(this.#pool, { path: this.#path, headers: this.#headers, body: payload, signal, maxBytes: this.#maxResponseBytes })
