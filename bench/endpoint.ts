@@ -1,7 +1,8 @@
 // Issue 2's benchmark: /v1/verify with the endpoint kind against a local upstream, next to the
-// bare-Fastify baseline and the upstream hit directly, all in one run, 10 connections.
+// bare-Fastify baseline, the upstream hit directly and a plain undici proxy hop (the ceiling for
+// any service that forwards to the upstream), in interleaved rounds, 10 connections.
 // Goals: endpoint throughput >= 0.35 of the direct upstream; p50 added latency < 1 ms.
-import { BASELINE_JS, PROXY_JS, SERVER_JS, UPSTREAM_JS, goal, load, measure, report, start, verifyPayload } from './harness.js'
+import { BASELINE_JS, BENCH_SECONDS, PROXY_JS, SERVER_JS, UPSTREAM_JS, goal, interleave, report, start, verifyPayload } from './harness.js'
 
 const connections = 10
 const upstream = await start(UPSTREAM_JS)
@@ -10,18 +11,16 @@ const proxy = await start(PROXY_JS, { UPSTREAM_URL: `${upstream.url}/score` })
 const arbiter = await start(SERVER_JS, { LOG_LEVEL: 'info' })
 const body = verifyPayload('endpoint', `${upstream.url}/score`)
 
-// Warm up connection pools and JIT before measuring.
-await load({ url: `${arbiter.url}/v1/verify`, body, connections, durationS: 2 })
-
-const rows = [
-  { name: 'baseline: bare Fastify POST (same schema)', result: await measure(baseline, { url: `${baseline.url}/v1/verify`, body, connections, latencyS: 3 }) },
-  { name: 'upstream direct', result: await measure(upstream, { url: `${upstream.url}/score`, body, connections, latencyS: 3 }) },
-  { name: 'reference: plain undici proxy hop', result: await measure(proxy, { url: `${proxy.url}/v1/verify`, body, connections, latencyS: 3 }) },
-  { name: 'arbiter /v1/verify endpoint (logging on)', result: await measure(arbiter, { url: `${arbiter.url}/v1/verify`, body, connections, latencyS: 3 }) }
-]
-report(`endpoint kind, ${connections} connections`, rows, 'upstream direct')
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const rows = await interleave([
+  { name: 'baseline: bare Fastify POST (same schema)', url: `${baseline.url}/v1/verify`, body, server: baseline },
+  { name: 'upstream direct', url: `${upstream.url}/score`, body, server: upstream },
+  { name: 'reference: plain undici proxy hop', url: `${proxy.url}/v1/verify`, body, server: proxy },
+  { name: 'arbiter /v1/verify endpoint (logging on)', url: `${arbiter.url}/v1/verify`, body, server: arbiter }
+], connections, rounds)
+for (const server of [arbiter, proxy, baseline, upstream]) await server.stop()
+report(`endpoint kind, ${connections} connections, median of ${rounds} interleaved rounds of ${BENCH_SECONDS} s`, rows, 'upstream direct')
 const [base, direct, plain, verify] = rows.map((row) => row.result)
 console.log(`arbiter / baseline: ${(verify.rps / base.rps).toFixed(3)}; plain proxy / direct: ${(plain.rps / direct.rps).toFixed(3)}; arbiter / plain proxy: ${(verify.rps / plain.rps).toFixed(3)}`)
 goal('endpoint req/s vs direct upstream', verify.rps / direct.rps, 0.35)
 goal('p50 added latency (ms)', verify.p50Ms - direct.p50Ms, 1, false)
-for (const server of [arbiter, proxy, baseline, upstream]) await server.stop()

@@ -138,12 +138,16 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
     return provenance
   }
 
+  // Only modules that exist are remembered: a client sending ever new module names that do not
+  // must not grow this map (each failure costs a few stat calls, and is a 502 anyway).
   const resolveCached = async (plugin: PluginEntry, module: string): Promise<Resolution> => {
     const key = `${plugin.path}\0${module}`
     let resolution = state.resolutions.get(key)
     if (resolution === undefined) {
+      const resolutions = state.resolutions
       resolution = resolveModule(plugin.path, module, plugin.runtime)
-      state.resolutions.set(key, resolution)
+      resolutions.set(key, resolution)
+      resolution.then((found) => { if (!found.ok) resolutions.delete(key) }, () => resolutions.delete(key))
     }
     return await resolution
   }

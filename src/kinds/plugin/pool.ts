@@ -25,6 +25,8 @@ export const MAX_PIPELINE = 64
  */
 export const PACK_SERVICE_MS = 0.25
 export const PIPELINE_BUDGET_MS = 2
+/** Refs whose service time a pool keeps; past that it starts over. */
+const MAX_TIMED_REFS = 1024
 /** Plugin stdout/stderr kept per worker between two log lines; the rest is counted, not kept. */
 export const OUTPUT_CAP_BYTES = 64 * 1024
 const OUTPUT_FLUSH_MS = 200
@@ -442,6 +444,8 @@ export class PluginPool {
   observe (call: Call, ms: number): void {
     const ref = call.request.identity.ref
     const average = this.#serviceMs.get(ref)
+    // Refs come from clients (a missing callable is answered too): the map stays bounded.
+    if (average === undefined && this.#serviceMs.size >= MAX_TIMED_REFS) this.#serviceMs.clear()
     this.#serviceMs.set(ref, average === undefined ? ms : average * 0.9 + ms * 0.1)
   }
 
