@@ -31,8 +31,6 @@ export interface EndpointKindOptions {
   onRetry?: (reason: string) => void
 }
 
-/** Codes of failures where the request provably never reached the scorer. */
-
 interface Attempt { error: VerificationError, retry: boolean, waitMs?: number }
 
 export function createEndpointKind (options: EndpointKindOptions): KindHandler {

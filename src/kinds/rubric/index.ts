@@ -40,7 +40,7 @@ interface Judged {
   calls: number
   reasks: number
   /** The answer last served from this entry, frozen: the next hit with the same ref and threshold is the same answer. */
-  served?: { ref: string, passThreshold: number, truncated: boolean, result: RubricJudgeResult }
+  served?: { rubric: Rubric, ref: string, passThreshold: number, truncated: boolean, result: RubricJudgeResult }
 }
 
 /** The judge request of one verification: its first body, and the body of a re-ask. */
@@ -196,13 +196,14 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
       ? hash('sha256', JSON.stringify([rubric.contentHash, options.judgeBaseUrl, model, temperature, samples, options.judgeResponseFormat, options.judgeMaxChars, taskPrompt ?? null, reference ?? null, trajectory.text]), 'hex')
       : ''
     // A hit's answer depends only on the entry (the key covers the rubric's content, the judge
-    // settings and the texts), the ref it was asked by, the pass threshold and whether the
-    // trajectory was cut; built once, it is served frozen to the hits after it.
+    // settings and the texts), the rubric as loaded now (its version: a reload can renumber the
+    // same content), the ref it was asked by, the pass threshold and whether the trajectory was
+    // cut; built once, it is served frozen to the hits after it.
     const served = (judged: Judged): RubricJudgeResult => {
       const last = judged.served
-      if (last !== undefined && last.ref === ref && last.passThreshold === passThreshold && last.truncated === trajectory.truncated) return last.result
+      if (last !== undefined && last.rubric === rubric && last.ref === ref && last.passThreshold === passThreshold && last.truncated === trajectory.truncated) return last.result
       const answer = deepFreeze(result(judged, true))
-      judged.served = { ref, passThreshold, truncated: trajectory.truncated, result: answer }
+      judged.served = { rubric, ref, passThreshold, truncated: trajectory.truncated, result: answer }
       return answer
     }
     const hit = cache.enabled ? cache.get(key) : undefined

@@ -69,9 +69,22 @@ t.test('a verifier that is not cheap spreads over the pool', async (t) => {
   t.equal(new Set(pids).size, 2, 'the second concurrent call got a worker of its own')
 })
 
+t.test('nothing packs behind a call of a verifier not yet timed', async (t) => {
+  const plugins = jsPool(t, { packServiceMs: 60_000, pipelineBudgetMs: 60_000 })
+  const first = await pidOf(plugins, 'pid')
+  const order: string[] = []
+  const slow = pidOf(plugins, 'sleep', { seconds: 1.5 }).then((pid) => { order.push('slow'); return pid })
+  const cheap = await pidOf(plugins, 'pid') // at once: the slow call has barely started
+  order.push('cheap')
+  t.equal(await slow, first, 'the slow call ran on the first worker')
+  t.not(cheap, first, 'the cheap call went to another worker instead of queueing behind a call of unknown length')
+  t.same(order, ['cheap', 'slow'])
+})
+
 t.test('a call running past the budget stops calls packing behind it', async (t) => {
   const plugins = jsPool(t, { packServiceMs: 60_000, pipelineBudgetMs: 100 })
   const first = await pidOf(plugins, 'pid')
+  t.equal(await pidOf(plugins, 'sleep', { seconds: 0 }), first, 'sleep is timed, and cheap by this pool\'s measure')
   const order: string[] = []
   const slow = pidOf(plugins, 'sleep', { seconds: 1.5 }).then((pid) => { order.push('slow'); return pid })
   await new Promise((resolve) => setTimeout(resolve, 300)) // the slow call has now run 3x the budget

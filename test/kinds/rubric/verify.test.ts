@@ -1,11 +1,12 @@
 // The rubric kind end to end against a real OpenAI-compatible judge on 127.0.0.1.
+import { copyFile, mkdir } from 'node:fs/promises'
 import t from 'tap'
 import { VerificationError } from '../../../src/errors.js'
 import type { RubricJudgeResult } from '../../../schemas/result.js'
 import type { KindEvent } from '../../../src/registry.js'
 import { startFakeJudge } from '../../helpers/fake-judge.js'
 import { freePort } from '../../helpers/ports.js'
-import { answer, API_KEY, context, GOOD_MATH, setup } from './support.js'
+import { answer, API_KEY, context, FIXTURES, GOOD_MATH, setup } from './support.js'
 
 const TASK = { prompt: 'What is 2 + 2?', reference: '4' }
 
@@ -365,6 +366,20 @@ t.test('cache hits: each answers for its own ref and pass threshold, and none ca
   t.equal(again.verdict, 'PASS')
   t.same(again.evidence, first.evidence)
   t.equal(judge.requests.length, 1, 'one judge call for all of them')
+})
+
+t.test('a cache hit after a reload names the rubric version loaded now', async (t) => {
+  const dir = t.testdir({})
+  await mkdir(`${dir}/acme/math`, { recursive: true })
+  await copyFile(`${FIXTURES}acme/math/2.yaml`, `${dir}/acme/math/2.yaml`)
+  const { judge, kind } = await setup(t, [{ content: GOOD_MATH }], { rubricsDir: dir, judgeCacheSize: 10 })
+  t.match(await kind.verify(context('acme/math', TASK, '4')), { cached: false, verifier: { rubric: 'acme/math@2', version: 2 } })
+  t.match(await kind.verify(context('acme/math', TASK, '4')), { cached: true, verifier: { rubric: 'acme/math@2', version: 2 } })
+  // The same content published again as version 3: the same cache entry, a different rubric.
+  await copyFile(`${FIXTURES}acme/math/2.yaml`, `${dir}/acme/math/3.yaml`)
+  await kind.reload?.()
+  t.match(await kind.verify(context('acme/math', TASK, '4')), { cached: true, verifier: { rubric: 'acme/math@3', version: 3 } })
+  t.equal(judge.requests.length, 1)
 })
 
 t.test('single flight: identical verifications missing at the same moment share one judgement', async (t) => {
