@@ -14,6 +14,20 @@ import { resolvePython, scrubbedEnv, spawnSpec, type PythonRuntime } from './run
 
 export const DEFAULT_PLUGIN_TIMEOUT_S = 60
 
+/** A ref of a vetted plugin, ready to call. */
+interface Target {
+  identity: VerifierIdentity
+  module: string
+  callable: string
+  file: string
+  pool: PluginPool
+  provenance: Provenance
+}
+
+function failure (ref: string, code: ErrorCode, message: string): VerificationError {
+  return new VerificationError(code, { kind: 'plugin', ref }, message)
+}
+
 const POOL_EVENTS = { start: 'plugin_worker_start', crash: 'plugin_worker_crash', timeout: 'plugin_timeout' } as const
 
 export interface PluginKindOptions {
@@ -124,18 +138,30 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
     return pool
   }
 
-  // The provenance of a plugin's answers is the same for every call of one ref: built once per
-  // vetted catalog entry, frozen, and shared by the results (which are only serialized).
-  const provenances = new WeakMap<PluginEntry, Map<string, Provenance>>()
-  const provenanceOf = (plugin: PluginEntry, ref: string, runtime: Runtime): Provenance => {
-    let byRef = provenances.get(plugin)
-    if (byRef === undefined) provenances.set(plugin, byRef = new Map())
-    let provenance = byRef.get(ref)
-    if (provenance === undefined || provenance.runtime !== runtime) {
-      provenance = Object.freeze({ kind: 'plugin', ref, plugin: plugin.name, version: plugin.version, digest: plugin.digest, runtime })
-      byRef.set(ref, provenance)
+  // What a call of one ref on one vetted plugin needs (parsed ref, module file, pool, the
+  // provenance of its answers) is worked out once, and kept once a call through it succeeded:
+  // a client sending ever new refs that fail grows nothing. Keyed by catalog entry, so a reload
+  // that changed the plugin starts afresh.
+  const targets = new WeakMap<PluginEntry, Map<string, Target>>()
+  const prepare = async (plugin: PluginEntry, ref: string, identity: VerifierIdentity): Promise<Target> => {
+    const parsed = parsePluginRef(ref)
+    if (parsed === undefined) throw new VerificationError('ARB_PLUGIN_MODULE_NOT_FOUND', identity, `ref "${ref}" is not module:callable with a dotted module path and a plain identifier`)
+    const resolution = await resolveCached(plugin, parsed.module)
+    if (!resolution.ok) throw new VerificationError('ARB_PLUGIN_MODULE_NOT_FOUND', identity, `plugin "${plugin.name}": ${resolution.reason}`)
+    const { runtime, file } = resolution.value
+    return {
+      identity,
+      module: parsed.module,
+      callable: parsed.callable,
+      file,
+      pool: poolFor(plugin, runtime, identity),
+      provenance: Object.freeze({ kind: 'plugin', ref, plugin: plugin.name, version: plugin.version, digest: plugin.digest, runtime })
     }
-    return provenance
+  }
+  const remember = (plugin: PluginEntry, ref: string, target: Target): void => {
+    let byRef = targets.get(plugin)
+    if (byRef === undefined) targets.set(plugin, byRef = new Map())
+    byRef.set(ref, target)
   }
 
   // Only modules that exist are remembered: a client sending ever new module names that do not
@@ -169,42 +195,37 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
     async verify (context: VerificationContext): Promise<VerificationOutcome> {
       const { manifest } = context
       const ref = manifest.verifier.ref
-      const identity: VerifierIdentity = { kind: 'plugin', ref }
-      const fail = (code: ErrorCode, message: string): VerificationError => new VerificationError(code, identity, message)
-      if (closed) throw fail('ARB_SHUTTING_DOWN', 'the plugin workers are shutting down')
+      if (closed) throw failure(ref, 'ARB_SHUTTING_DOWN', 'the plugin workers are shutting down')
       const name = manifest.name
-      if (typeof name !== 'string' || name === '') throw fail('ARB_PLUGIN_NOT_FOUND', 'manifest.name is required: it selects the environment plugin')
+      if (typeof name !== 'string' || name === '') throw failure(ref, 'ARB_PLUGIN_NOT_FOUND', 'manifest.name is required: it selects the environment plugin')
       const { catalog } = state
       const plugin = catalog.byName.get(name)
       if (plugin === undefined) {
         const refused = catalog.refusedByName.get(name)
-        if (refused !== undefined) throw fail('ARB_PLUGIN_NOT_VETTED', `plugin "${name}" is refused: ${refused.reason ?? 'it failed the digest gate'}`)
+        if (refused !== undefined) throw failure(ref, 'ARB_PLUGIN_NOT_VETTED', `plugin "${name}" is refused: ${refused.reason ?? 'it failed the digest gate'}`)
         const known = [...catalog.byName.keys()].sort()
-        throw fail('ARB_PLUGIN_NOT_FOUND', `no environment plugin named "${name}" is installed (installed: ${known.length === 0 ? 'none' : known.join(', ')})`)
+        throw failure(ref, 'ARB_PLUGIN_NOT_FOUND', `no environment plugin named "${name}" is installed (installed: ${known.length === 0 ? 'none' : known.join(', ')})`)
       }
       if (manifest.version !== undefined && manifest.version !== plugin.version) {
-        throw fail('ARB_PLUGIN_VERSION_MISMATCH', `manifest.version is ${manifest.version}, the installed plugin "${name}" is ${plugin.version}`)
+        throw failure(ref, 'ARB_PLUGIN_VERSION_MISMATCH', `manifest.version is ${manifest.version}, the installed plugin "${name}" is ${plugin.version}`)
       }
       if (manifest.digest !== undefined && manifest.digest !== plugin.digest) {
-        throw fail('ARB_PLUGIN_DIGEST_MISMATCH', `manifest.digest is ${manifest.digest}, the installed plugin "${name}" is ${plugin.digest}`)
+        throw failure(ref, 'ARB_PLUGIN_DIGEST_MISMATCH', `manifest.digest is ${manifest.digest}, the installed plugin "${name}" is ${plugin.digest}`)
       }
-      const parsed = parsePluginRef(ref)
-      if (parsed === undefined) throw fail('ARB_PLUGIN_MODULE_NOT_FOUND', `ref "${ref}" is not module:callable with a dotted module path and a plain identifier`)
-      const resolution = await resolveCached(plugin, parsed.module)
-      if (!resolution.ok) throw fail('ARB_PLUGIN_MODULE_NOT_FOUND', `plugin "${name}": ${resolution.reason}`)
-      const { runtime, file } = resolution.value
-      const pool = poolFor(plugin, runtime, identity)
-      const verdict = await pool.call({
-        identity,
-        module: parsed.module,
-        file,
-        callable: parsed.callable,
+      const known = targets.get(plugin)?.get(ref)
+      const target = known ?? await prepare(plugin, ref, Object.freeze({ kind: 'plugin', ref }))
+      const verdict = await target.pool.call({
+        identity: target.identity,
+        module: target.module,
+        file: target.file,
+        callable: target.callable,
         task: context.task,
         trajectory: context.trajectory,
         timeoutMs: context.timeoutMs,
         requestId: context.requestId
       })
-      return toVerifierResult(verdict, provenanceOf(plugin, ref, runtime), manifest.verifier.pass_threshold)
+      if (known === undefined) remember(plugin, ref, target)
+      return toVerifierResult(verdict, target.provenance, manifest.verifier.pass_threshold)
     },
 
     describe () {

@@ -98,6 +98,7 @@ t.test('a call that waited past its deadline behind a slow one times out without
   const kind = await makeKind(t, { workers: 1 })
   await call(kind, 'py-edge', 'verify:one')
   const slow = call(kind, 'py-edge', 'verify:sleep', { seconds: 1.2 }, '', { timeoutS: 5 })
+  await new Promise((resolve) => setTimeout(resolve, 100)) // the slow call is running
   const starved = failure(call(kind, 'py-edge', 'verify:one', {}, '', { timeoutS: 0.3 }))
   const error = await starved
   t.equal(error.code, 'ARB_PLUGIN_TIMEOUT')
