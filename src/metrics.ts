@@ -13,8 +13,8 @@ class HotCounter {
   readonly #values = new Map<string, number>()
   constructor (readonly name: string, readonly help: string, readonly labelNames: string[]) {}
 
-  inc (key: string): void {
-    this.#values.set(key, (this.#values.get(key) ?? 0) + 1)
+  inc (key: string, amount = 1): void {
+    this.#values.set(key, (this.#values.get(key) ?? 0) + amount)
   }
 
   render (): string {
@@ -56,9 +56,9 @@ class HotHistogram {
 
 export class Metrics {
   readonly registry = new PromRegistry()
-  // The three metrics touched on every request are kept in plain maps (see HotCounter): prom-client
-  // validates and hashes labels on every call, which cost more than the rest of a verification's
-  // bookkeeping together. The rest stay in prom-client.
+  // The metrics touched on every request, and the judge's on every judged one, are kept in plain
+  // maps (see HotCounter): prom-client validates and hashes labels on every call, which cost more
+  // than the rest of a verification's bookkeeping together. The rest stay in prom-client.
   readonly #verifications = new HotCounter('arbiter_verifications_total', 'Verifications by kind, outcome (ok|error) and error code', ['kind', 'outcome', 'code'])
   readonly #duration = new HotHistogram('arbiter_verification_duration_seconds', 'Verification duration by kind', 'kind', [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 120])
   readonly #responses = new HotCounter('arbiter_http_responses_total', 'HTTP responses by route and status', ['route', 'status'])
@@ -67,8 +67,8 @@ export class Metrics {
   readonly #workerStarts = new Counter({ name: 'arbiter_plugin_worker_starts_total', help: 'Plugin worker processes started', labelNames: ['plugin'] as const, registers: [this.registry] })
   readonly #workerCrashes = new Counter({ name: 'arbiter_plugin_worker_crashes_total', help: 'Plugin worker processes that died during a call', labelNames: ['plugin'] as const, registers: [this.registry] })
   readonly #pluginTimeouts = new Counter({ name: 'arbiter_plugin_timeouts_total', help: 'Plugin calls killed at their deadline', labelNames: ['plugin'] as const, registers: [this.registry] })
-  readonly #judgeCalls = new Counter({ name: 'arbiter_judge_calls_total', help: 'Calls to the judge server by outcome', labelNames: ['outcome'] as const, registers: [this.registry] })
-  readonly #judgeTokens = new Counter({ name: 'arbiter_judge_tokens_total', help: 'Judge tokens by type (prompt|completion)', labelNames: ['type'] as const, registers: [this.registry] })
+  readonly #judgeCalls = new HotCounter('arbiter_judge_calls_total', 'Calls to the judge server by outcome', ['outcome'])
+  readonly #judgeTokens = new HotCounter('arbiter_judge_tokens_total', 'Judge tokens by type (prompt|completion)', ['type'])
   readonly #judgeCacheHits = new Counter({ name: 'arbiter_judge_cache_hits_total', help: 'Rubric verdicts served from the cache', registers: [this.registry] })
 
   constructor (inFlight: () => number, queued: () => number) {
@@ -98,17 +98,18 @@ export class Metrics {
       case 'plugin_worker_start': this.#workerStarts.inc({ plugin: event.plugin }); break
       case 'plugin_worker_crash': this.#workerCrashes.inc({ plugin: event.plugin }); break
       case 'plugin_timeout': this.#pluginTimeouts.inc({ plugin: event.plugin }); break
-      case 'judge_call': this.#judgeCalls.inc({ outcome: event.outcome }); break
+      case 'judge_call': this.#judgeCalls.inc(event.outcome); break
       case 'judge_tokens':
-        this.#judgeTokens.inc({ type: 'prompt' }, event.prompt)
-        this.#judgeTokens.inc({ type: 'completion' }, event.completion)
+        this.#judgeTokens.inc('prompt', event.prompt)
+        this.#judgeTokens.inc('completion', event.completion)
         break
       case 'judge_cache_hit': this.#judgeCacheHits.inc(); break
     }
   }
 
   async text (): Promise<string> {
-    return this.#verifications.render() + this.#duration.render() + this.#responses.render() + await this.registry.metrics()
+    return this.#verifications.render() + this.#duration.render() + this.#responses.render() +
+      this.#judgeCalls.render() + this.#judgeTokens.render() + await this.registry.metrics()
   }
 
   get contentType (): string {
