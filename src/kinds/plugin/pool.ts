@@ -315,7 +315,7 @@ export class WorkerProcess {
     }
     this.inflight.shift()
     if (call.expectedMs === undefined) this.uncertainCalls--
-    else this.expectedMs -= call.expectedMs
+    else this.expectedMs = this.inflight.length === 0 ? 0 : this.expectedMs - call.expectedMs // no float drift
     this.lastUsed = Date.now()
     const now = performance.now()
     // Service time: from when the worker could start this call to its answer.
