@@ -241,9 +241,10 @@ t.test('reload() re-vets the folder: changed plugins get fresh workers, a bad lo
   t.match(await call(kind, 'same-a', 'verify:score'), { reward: 0.25, message: 'a' })
 
   await writeFile(join(root, 'same-a', 'verify.py'), 'def score(task, trajectory):\n    return {"reward": 0.5, "message": "edited"}\n')
-  await writeFile(lock, JSON.stringify({ 'same-a@1.0.0': await digestFolder(join(root, 'same-a')) }))
+  const edited = await digestFolder(join(root, 'same-a'))
+  await writeFile(lock, JSON.stringify({ 'same-a@1.0.0': edited }))
   await kind.reload?.()
-  t.match(await call(kind, 'same-a', 'verify:score'), { reward: 0.5, message: 'edited' }, 'the re-vetted code runs, not a cached module')
+  t.match(await call(kind, 'same-a', 'verify:score'), { reward: 0.5, message: 'edited', verifier: { digest: edited } }, 'the re-vetted code runs, not a cached module, and the answer names its digest')
 
   await writeFile(lock, 'not json')
   await t.rejects(kind.reload?.() as Promise<void>, { name: 'ConfigError' })
