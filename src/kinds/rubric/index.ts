@@ -39,7 +39,7 @@ interface Judged {
   usage: JudgeUsage
   calls: number
   reasks: number
-  /** The answer last served from this entry, frozen: the next hit with the same ref and threshold is the same answer. */
+  /** The answer last served from this entry, frozen, and what it was served for (see `served` in verify). */
   served?: { rubric: Rubric, ref: string, passThreshold: number, truncated: boolean, result: RubricJudgeResult }
 }
 
