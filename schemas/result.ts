@@ -5,12 +5,13 @@ import { Type, type Static } from 'typebox'
 
 // The fields each kind reports are declared (all optional beyond kind and ref) so that they are
 // documented, and written by the serializer directly rather than through its catch-all for
-// undeclared properties (a rubric result: 3.3 -> 2.1 µs). Other fields still pass through.
+// undeclared properties (a rubric result: 3.3 -> 2.1 µs). Other fields still pass through, as
+// does `version` (a string for plugins, an integer for rubrics): a union would make the
+// serializer run a validator on every response, and throw on a value of neither type.
 export const ProvenanceSchema = Type.Object({
   kind: Type.String(),
   ref: Type.String(),
   plugin: Type.Optional(Type.String({ description: 'plugin: the environment plugin that answered' })),
-  version: Type.Optional(Type.Union([Type.String(), Type.Integer()], { description: 'plugin: its manifest version; rubric: the rubric version used' })),
   digest: Type.Optional(Type.String({ description: 'plugin: the sha256 content digest of its files' })),
   runtime: Type.Optional(Type.String({ description: 'plugin: python or node' })),
   rubric: Type.Optional(Type.String({ description: 'rubric: owner/name@version' })),
@@ -22,9 +23,9 @@ export const ProvenanceSchema = Type.Object({
   response_format: Type.Optional(Type.String()),
   judge_calls: Type.Optional(Type.Integer()),
   reasks: Type.Optional(Type.Integer()),
-  usage: Type.Optional(Type.Object({ prompt_tokens: Type.Number(), completion_tokens: Type.Number(), total_tokens: Type.Number() }, { description: 'rubric: token usage the judge server reported, summed over calls' })),
+  usage: Type.Optional(Type.Object({ prompt_tokens: Type.Optional(Type.Number()), completion_tokens: Type.Optional(Type.Number()), total_tokens: Type.Optional(Type.Number()) }, { description: 'rubric: token usage the judge server reported, summed over calls' })),
   disagreement: Type.Optional(Type.Number({ description: 'rubric: how much the samples disagreed, 0 to 1' }))
-}, { additionalProperties: true, description: 'Which verifier answered, with its version, digest or model' })
+}, { additionalProperties: true, description: 'Which verifier answered, with its version (plugin: its manifest version; rubric: the rubric version used), digest or model' })
 export type Provenance = Static<typeof ProvenanceSchema> & Record<string, unknown>
 
 export const DimensionScoreSchema = Type.Object({

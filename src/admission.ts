@@ -4,8 +4,6 @@
 import { ArbiterError } from './errors.js'
 import { Slots } from './slots.js'
 
-export type { Release } from './slots.js'
-
 export class Admission extends Slots {
   constructor (options: { maxInFlight: number, maxQueue: number }) {
     super(options.maxInFlight, {

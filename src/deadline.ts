@@ -1,6 +1,7 @@
 // The deadline of one verification, shared by everything it waits on: a queue slot, a socket,
-// the sleep before a retry. It is its own stop signal: `signal` stops when the deadline passes
-// (or when the work is stopped early); `fits` tells whether a wait would end before it.
+// the sleep before a retry. It is itself the stop signal they wait on: it stops when the
+// deadline passes (or when the work is stopped early); `fits` tells whether a wait would end
+// before it.
 // Not an AbortController: creating one and adding and removing its listeners was about 7 µs of
 // a judged verification's CPU on Node 20 (an EventTarget per verification); this is a flag, a
 // reason, a short list of callbacks and one timer.
@@ -11,7 +12,7 @@ export interface StopSignal {
   readonly reason: unknown
   throwIfAborted: () => void
   /** `listener` runs once, when the signal stops; never if it has already stopped. */
-  addEventListener: (type: 'abort', listener: () => void, options?: { once?: boolean }) => void
+  addEventListener: (type: 'abort', listener: () => void) => void
   removeEventListener: (type: 'abort', listener: () => void) => void
 }
 
@@ -25,11 +26,10 @@ export class Deadline implements StopSignal {
 
   constructor (ms: number, what: string) {
     this.at = Date.now() + ms
-    this.#timer = setTimeout(() => { this.#stop(new DOMException(`the ${what} deadline passed`, 'TimeoutError')) }, ms)
+    this.#timer = setTimeout(() => { this.stop(new DOMException(`the ${what} deadline passed`, 'TimeoutError')) }, ms)
     this.#timer.unref()
   }
 
-  get signal (): StopSignal { return this }
   get aborted (): boolean { return this.#aborted }
   get reason (): unknown { return this.#reason }
 
@@ -68,13 +68,11 @@ export class Deadline implements StopSignal {
     })
   }
 
-  /** Stops everything waiting on it now, with `reason`. */
-  stop (reason: unknown): void { this.#stop(reason) }
-
   /** The work is over: the timer goes. */
   clear (): void { clearTimeout(this.#timer) }
 
-  #stop (reason: unknown): void {
+  /** Stops everything waiting on it now, with `reason` (the first reason stays). */
+  stop (reason: unknown): void {
     if (this.#aborted) return
     this.#aborted = true
     this.#reason = reason

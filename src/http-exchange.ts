@@ -18,8 +18,8 @@ export interface ExchangeRequest {
   /** A 2xx answer that declares a larger content-length is refused before its body is read. */
   maxBytes: number
   /**
-   * Of a non-2xx answer only this many bytes are kept (default 4 KiB), for an error message; the
-   * connection is then dropped instead of reading an error page of any size.
+   * Of a non-2xx answer at most this many bytes are kept (default 4 KiB), for an error message;
+   * the connection is then dropped instead of reading an error page of any size.
    */
   errorPeekBytes?: number
 }
@@ -32,7 +32,7 @@ export interface ExchangeAnswer {
 
 const isSuccess = (status: number): boolean => status >= 200 && status < 300
 
-export const ERROR_PEEK_BYTES = 4096
+const ERROR_PEEK_BYTES = 4096
 
 /** POSTs `request.body` and resolves with the status, headers and body of the answer. */
 export async function exchange (dispatcher: Dispatcher, request: ExchangeRequest): Promise<ExchangeAnswer> {
@@ -57,7 +57,8 @@ export async function exchange (dispatcher: Dispatcher, request: ExchangeRequest
         reject(error)
         return
       }
-      resolve({ status, headers, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size) })
+      const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
+      resolve({ status, headers, body: peeked ? body.subarray(0, peekBytes) : body })
     }
     // Settles at once, even while the request still waits in the dispatcher's queue.
     function onAbort (): void {

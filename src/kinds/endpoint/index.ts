@@ -8,7 +8,7 @@ import { snippet } from '../../snippet.js'
 import type { KindHandler, VerificationContext } from '../../registry.js'
 import { toVerifierResult } from '../../result.js'
 import { Deadline, type StopSignal } from '../../deadline.js'
-import { ERROR_PEEK_BYTES, exchange } from '../../http-exchange.js'
+import { exchange } from '../../http-exchange.js'
 import { CONNECT_FAILURES, networkErrorCode } from '../../network-error.js'
 import { retryAfterMs } from '../../retry-after.js'
 import { USER_AGENT } from '../../version.js'
@@ -33,6 +33,14 @@ export interface EndpointKindOptions {
 
 interface Attempt { error: VerificationError, retry: boolean, waitMs?: number }
 
+/** One verification's request, the same for each of its attempts. */
+interface ScorerCall {
+  verifier: VerifierIdentity
+  url: URL
+  headers: Record<string, string>
+  payload: Buffer
+}
+
 export function createEndpointKind (options: EndpointKindOptions): KindHandler {
   const guard = new EgressGuard(options.allow)
   const maxTimeoutMs = options.maxTimeoutS * 1000
@@ -46,20 +54,20 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
     connect: { lookup: guard.lookup(options.lookup) }
   })
 
-  async function attempt (context: VerificationContext, url: URL, payload: Buffer, signal: StopSignal, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
-    const verifier: VerifierIdentity = { kind: 'endpoint', ref: context.manifest.verifier.ref }
+  async function attempt (context: VerificationContext, call: ScorerCall, signal: StopSignal, number: number): Promise<Attempt | ReturnType<typeof toVerifierResult>> {
+    const { verifier, url } = call
     let answer
     try {
       answer = await exchange(agent, {
         origin: url.origin,
         path: url.pathname + url.search,
         signal,
-        headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': USER_AGENT, 'x-request-id': context.requestId },
-        body: payload,
+        headers: call.headers,
+        body: call.payload,
         maxBytes: options.maxResponseBytes
       })
     } catch (error) {
-      return classify(error, verifier, signal, context.timeoutMs, options.maxResponseBytes)
+      return classify(error, call, signal, context.timeoutMs, options.maxResponseBytes)
     }
     const { status, headers } = answer
     if (status >= 300 && status < 400) {
@@ -67,7 +75,7 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
       return { retry: false, error: new VerificationError('ARB_ENDPOINT_REDIRECT', verifier, `endpoint answered ${status}, a redirect${location}; redirects are not followed, use the final URL as ref`, { details: { status } }) }
     }
     if (status < 200 || status >= 300) {
-      const peek = answer.body.subarray(0, ERROR_PEEK_BYTES).toString('utf8')
+      const peek = answer.body.toString('utf8') // exchange() keeps only the first 4 KiB of an error page
       const retryable = status === 429 || status >= 500
       const error = new VerificationError('ARB_ENDPOINT_HTTP_STATUS', verifier, `endpoint answered ${status}: ${snippet(peek) || '(empty body)'}`, { retryable, details: { status } })
       const waitMs = retryAfterMs(headers['retry-after'])
@@ -89,12 +97,17 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
       const problem = guard.urlProblem(url)
       if (problem !== undefined) throw new VerificationError('ARB_ENDPOINT_FORBIDDEN', verifier, `egress guard: ${problem}`)
 
-      const payload = Buffer.from(JSON.stringify({ task: context.task, trajectory: context.trajectory }))
+      const call: ScorerCall = {
+        verifier,
+        url,
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': USER_AGENT, 'x-request-id': context.requestId },
+        payload: Buffer.from(JSON.stringify({ task: context.task, trajectory: context.trajectory }))
+      }
       // One deadline for the whole exchange: every attempt, headers, a dripping body, retries.
       const deadline = new Deadline(context.timeoutMs, 'endpoint')
       try {
         for (let number = 1; ; number++) {
-          const outcome = await attempt(context, url, payload, deadline.signal, number)
+          const outcome = await attempt(context, call, deadline, number)
           if (!('error' in outcome)) return outcome
           if (!outcome.retry || number > options.retries) throw outcome.error
           const waitMs = outcome.waitMs ?? jitter(BACKOFF_BASE_MS * 2 ** (number - 1))
@@ -123,29 +136,25 @@ export function createEndpointKind (options: EndpointKindOptions): KindHandler {
   }
 }
 
-function tooLarge (verifier: VerifierIdentity, maxBytes: number, cause?: unknown): VerificationError {
-  return new VerificationError('ARB_ENDPOINT_RESPONSE_TOO_LARGE', verifier, `endpoint answer is over the ${maxBytes} byte cap (ARBITER_ENDPOINT_MAX_BYTES)`, { cause })
-}
-
 function timeoutError (verifier: VerifierIdentity, timeoutMs: number): VerificationError {
   return new VerificationError('ARB_ENDPOINT_TIMEOUT', verifier, `endpoint did not answer within ${timeoutMs / 1000} s (set verifier.timeout_s to change the deadline)`)
 }
 
 /** Maps a socket-level failure to its code; only connect failures may be retried. */
-function classify (error: unknown, verifier: VerifierIdentity, signal: StopSignal, timeoutMs: number, maxBytes: number): Attempt {
+function classify (error: unknown, { verifier, url }: ScorerCall, signal: StopSignal, timeoutMs: number, maxBytes: number): Attempt {
   if (signal.aborted) return { retry: false, error: timeoutError(verifier, timeoutMs) }
   const code = networkErrorCode(error)
   const detail = (error as Error)?.message ?? String(error)
   const make = (name: ConstructorParameters<typeof VerificationError>[0], message: string): VerificationError =>
     new VerificationError(name, verifier, message, { cause: error })
   if (code === EGRESS_DENIED) return { retry: false, error: make('ARB_ENDPOINT_FORBIDDEN', `egress guard: ${detail}`) }
-  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { retry: false, error: tooLarge(verifier, maxBytes, error) }
+  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { retry: false, error: make('ARB_ENDPOINT_RESPONSE_TOO_LARGE', `endpoint answer is over the ${maxBytes} byte cap (ARBITER_ENDPOINT_MAX_BYTES)`) }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return { retry: code === 'EAI_AGAIN', error: make('ARB_ENDPOINT_DNS_FAILED', `endpoint host ${new URL(verifier.ref).hostname} did not resolve (${code})`) }
+    return { retry: code === 'EAI_AGAIN', error: make('ARB_ENDPOINT_DNS_FAILED', `endpoint host ${url.hostname} did not resolve (${code})`) }
   }
-  if (code === 'ECONNREFUSED') return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `connection refused by ${new URL(verifier.ref).host}: is the scorer running?`) }
-  if (code !== undefined && CONNECT_FAILURES.has(code)) return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `could not connect to ${new URL(verifier.ref).host} (${code})`) }
-  return { retry: false, error: make('ARB_ENDPOINT_CONNECTION_RESET', `connection to ${new URL(verifier.ref).host} failed before a full answer (${code ?? 'error'}: ${detail})`) }
+  if (code === 'ECONNREFUSED') return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `connection refused by ${url.host}: is the scorer running?`) }
+  if (code !== undefined && CONNECT_FAILURES.has(code)) return { retry: true, error: make('ARB_ENDPOINT_CONNECTION_REFUSED', `could not connect to ${url.host} (${code})`) }
+  return { retry: false, error: make('ARB_ENDPOINT_CONNECTION_RESET', `connection to ${url.host} failed before a full answer (${code ?? 'error'}: ${detail})`) }
 }
 
 function jitter (ms: number): number {

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto'
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises'
 import { join } from 'node:path'
 
-export const DIGEST_PREFIX = 'sha256:'
+const DIGEST_PREFIX = 'sha256:'
 
 interface Entry { type: 'f' | 'l', path: Buffer, absolute: string }
 

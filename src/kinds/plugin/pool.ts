@@ -24,8 +24,8 @@ export const MAX_PIPELINE = 64
  * req/s than spread over two workers. Nothing packs behind a call of a slow or not yet timed
  * verifier, nor behind one running longer than the budget.
  */
-export const PACK_SERVICE_MS = 0.25
-export const PIPELINE_BUDGET_MS = 2
+const PACK_SERVICE_MS = 0.25
+const PIPELINE_BUDGET_MS = 2
 /** Refs whose service time a pool keeps; past that the oldest goes. */
 const MAX_TIMED_REFS = 1024
 /** Plugin stdout/stderr kept per worker between two log lines; the rest is counted, not kept. */

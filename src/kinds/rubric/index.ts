@@ -112,7 +112,7 @@ export async function createRubricKind (options: RubricKindOptions): Promise<Kin
         completion = await client.complete(payload, deadline)
       } catch (error) {
         // A sample stopped because another one failed is not a judge call that timed out.
-        const stoppedBySibling = deadline.signal.aborted && !deadline.passed
+        const stoppedBySibling = deadline.aborted && !deadline.passed
         if (!stoppedBySibling) telemetry({ type: 'judge_call', outcome: error instanceof ArbiterError ? error.code : 'error' })
         /* c8 ignore next -- the client only throws ArbiterErrors; anything else is a bug the registry reports */
         if (!(error instanceof ArbiterError)) throw error

@@ -91,7 +91,7 @@ export class JudgeClient {
 
   /** Sends a chat-completions request body (JSON) and returns the judge's completion. */
   async complete (payload: Buffer, deadline: Deadline): Promise<Completion> {
-    const signal = deadline.signal
+    const signal: StopSignal = deadline
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= this.#retries
       let status: number

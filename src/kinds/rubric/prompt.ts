@@ -49,7 +49,7 @@ function block (label: string, boundary: string, text: string): string {
 }
 
 /** JSON schema of the judge's answer, built from the rubric's dimensions (strict-mode safe). */
-export function answerSchema (rubric: Rubric): Record<string, unknown> {
+function answerSchema (rubric: Rubric): Record<string, unknown> {
   const ids = rubric.dimensions.flatMap((dimension) => dimension.criteria.map((criterion) => criterion.id))
   return {
     type: 'object',
@@ -99,7 +99,7 @@ export interface PromptInput {
 }
 
 /** The system message: the rubric, and the rules of the data blocks fenced by `boundary`. */
-export function systemMessage (rubric: Rubric, hasReference: boolean, boundary: string): string {
+function systemMessage (rubric: Rubric, hasReference: boolean, boundary: string): string {
   return [
     'You are a strict, impartial grader. You score the work of an AI model (the trajectory) against a rubric written by the task\'s owners.',
     '',
