@@ -11,7 +11,9 @@ function escapeLabel (value: string): string {
 /** A counter keyed by label values joined with NUL; rendered in Prometheus text format. */
 class HotCounter {
   readonly #values = new Map<string, number>()
-  constructor (readonly name: string, readonly help: string, readonly labelNames: string[]) {}
+  constructor (readonly name: string, readonly help: string, readonly labelNames: string[]) {
+    if (labelNames.length === 0) this.#values.set('', 0) // one series, shown from the start as 0
+  }
 
   inc (key: string, amount = 1): void {
     this.#values.set(key, (this.#values.get(key) ?? 0) + amount)
@@ -21,7 +23,7 @@ class HotCounter {
     let text = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} counter\n`
     for (const [key, value] of this.#values) {
       const labels = key.split('\u0000').map((label, i) => `${this.labelNames[i]}="${escapeLabel(label)}"`).join(',')
-      text += `${this.name}{${labels}} ${value}\n`
+      text += this.labelNames.length === 0 ? `${this.name} ${value}\n` : `${this.name}{${labels}} ${value}\n`
     }
     return text + '\n'
   }
@@ -69,7 +71,7 @@ export class Metrics {
   readonly #pluginTimeouts = new Counter({ name: 'arbiter_plugin_timeouts_total', help: 'Plugin calls killed at their deadline', labelNames: ['plugin'] as const, registers: [this.registry] })
   readonly #judgeCalls = new HotCounter('arbiter_judge_calls_total', 'Calls to the judge server by outcome', ['outcome'])
   readonly #judgeTokens = new HotCounter('arbiter_judge_tokens_total', 'Judge tokens by type (prompt|completion)', ['type'])
-  readonly #judgeCacheHits = new Counter({ name: 'arbiter_judge_cache_hits_total', help: 'Rubric verdicts served from the cache', registers: [this.registry] })
+  readonly #judgeCacheHits = new HotCounter('arbiter_judge_cache_hits_total', 'Rubric verdicts served from the cache', [])
 
   constructor (inFlight: () => number, queued: () => number) {
     const registers = [this.registry]
@@ -103,13 +105,13 @@ export class Metrics {
         this.#judgeTokens.inc('prompt', event.prompt)
         this.#judgeTokens.inc('completion', event.completion)
         break
-      case 'judge_cache_hit': this.#judgeCacheHits.inc(); break
+      case 'judge_cache_hit': this.#judgeCacheHits.inc(''); break
     }
   }
 
   async text (): Promise<string> {
     return this.#verifications.render() + this.#duration.render() + this.#responses.render() +
-      this.#judgeCalls.render() + this.#judgeTokens.render() + await this.registry.metrics()
+      this.#judgeCalls.render() + this.#judgeTokens.render() + this.#judgeCacheHits.render() + await this.registry.metrics()
   }
 
   get contentType (): string {

@@ -47,10 +47,13 @@ export interface PluginKindOptions {
   env?: Record<string, string | undefined>
 }
 
+/** One catalog and what was worked out from it; a reload replaces all of it at once. */
 interface State {
   catalog: Catalog
-  /** Cached module resolutions, per plugin name and module. */
+  /** Module resolutions that succeeded, per plugin folder and module. */
   resolutions: Map<string, Promise<Resolution>>
+  /** Refs a call succeeded through, per plugin folder and ref: what the next call needs. */
+  targets: Map<string, Target>
 }
 
 async function inferRuntime (plugin: PluginEntry): Promise<void> {
@@ -74,7 +77,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       if (plugin.status === 'refused') log.warn({ folder: plugin.folder, name: plugin.name, reason: plugin.reason }, 'environment plugin refused')
       else log.info({ name: plugin.name, version: plugin.version, runtime: plugin.runtime, digest: plugin.digest }, 'environment plugin vetted')
     }
-    return { catalog, resolutions: new Map() }
+    return { catalog, resolutions: new Map(), targets: new Map() }
   }
 
   let python: PythonRuntime | undefined
@@ -139,10 +142,9 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
   }
 
   // What a call of one ref on one vetted plugin needs (parsed ref, module file, pool, the
-  // provenance of its answers) is worked out once, and kept once a call through it succeeded:
-  // a client sending ever new refs that fail grows nothing. Keyed by catalog entry, so a reload
-  // that changed the plugin starts afresh.
-  const targets = new WeakMap<PluginEntry, Map<string, Target>>()
+  // provenance of its answers) is worked out once, and kept in the state once a call through it
+  // succeeded, as module resolutions are once they succeeded: a client sending ever new refs or
+  // module names that fail grows nothing.
   const prepare = async (plugin: PluginEntry, ref: string, identity: VerifierIdentity): Promise<Target> => {
     const parsed = parsePluginRef(ref)
     if (parsed === undefined) throw new VerificationError('ARB_PLUGIN_MODULE_NOT_FOUND', identity, `ref "${ref}" is not module:callable with a dotted module path and a plain identifier`)
@@ -158,14 +160,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       provenance: Object.freeze({ kind: 'plugin', ref, plugin: plugin.name, version: plugin.version, digest: plugin.digest, runtime })
     }
   }
-  const remember = (plugin: PluginEntry, ref: string, target: Target): void => {
-    let byRef = targets.get(plugin)
-    if (byRef === undefined) targets.set(plugin, byRef = new Map())
-    byRef.set(ref, target)
-  }
 
-  // Only modules that exist are remembered: a client sending ever new module names that do not
-  // must not grow this map (each failure costs a few stat calls, and is a 502 anyway).
   const resolveCached = async (plugin: PluginEntry, module: string): Promise<Resolution> => {
     const key = `${plugin.path}\0${module}`
     let resolution = state.resolutions.get(key)
@@ -212,8 +207,10 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       if (manifest.digest !== undefined && manifest.digest !== plugin.digest) {
         throw failure(ref, 'ARB_PLUGIN_DIGEST_MISMATCH', `manifest.digest is ${manifest.digest}, the installed plugin "${name}" is ${plugin.digest}`)
       }
-      const known = targets.get(plugin)?.get(ref)
-      const target = known ?? await prepare(plugin, ref, Object.freeze({ kind: 'plugin', ref }))
+      const targets = state.targets
+      const targetKey = `${plugin.path}\0${ref}`
+      const known = targets.get(targetKey)
+      const target = known ?? await prepare(plugin, ref, { kind: 'plugin', ref })
       const verdict = await target.pool.call({
         identity: target.identity,
         module: target.module,
@@ -224,7 +221,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
         timeoutMs: context.timeoutMs,
         requestId: context.requestId
       })
-      if (known === undefined) remember(plugin, ref, target)
+      if (known === undefined) targets.set(targetKey, target)
       return toVerifierResult(verdict, target.provenance, manifest.verifier.pass_threshold)
     },
 

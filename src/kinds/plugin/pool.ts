@@ -13,6 +13,7 @@ import type { Socket } from 'node:net'
 import { VerificationError, type ErrorCode, type VerifierIdentity } from '../../errors.js'
 import type { Log } from '../../registry.js'
 import type { RawVerdict } from '../../result.js'
+import { cut } from '../../snippet.js'
 
 export const MAX_PIPELINE = 64
 /**
@@ -243,9 +244,14 @@ export class WorkerProcess {
   failStart (code: ErrorCode, message: string): void {
     this.#startError = { code, message }
     this.dead = true
+    this.pool.detach(this)
+    this.#withoutProcess()
+  }
+
+  /** There is no process to wait for: its calls are settled now. */
+  #withoutProcess (): void {
     this.#exited = true
     this.#socketClosed = true
-    this.pool.detach(this)
     this.#maybeFinalize()
   }
 
@@ -365,9 +371,7 @@ export class WorkerProcess {
       // Never spawned (its digest re-check was still running): there is no process to wait for.
       // Its calls are settled as any stopped worker's are: shutting down on close; on a timeout
       // the late call has failed already and the ones behind it go to another worker.
-      this.#exited = true
-      this.#socketClosed = true
-      this.#maybeFinalize()
+      this.#withoutProcess()
     }
   }
 
@@ -518,7 +522,9 @@ export class PluginPool {
         if (worker.dead) return
         if (problem !== undefined) worker.failStart(problem.code, problem.message)
         else worker.start(this.#options.spawn)
-      }, (error: Error) => worker.failStart('ARB_PLUGIN_NOT_VETTED', `cannot re-check the plugin's digest: ${error.message}`))
+      }, (error: Error) => { worker.failStart('ARB_PLUGIN_NOT_VETTED', `cannot re-check the plugin's digest: ${error.message}`) })
+        // start() settles its own failures; should it throw anyway, the calls fail, not the process.
+        .catch((error: Error) => { worker.failStart('ARB_PLUGIN_RUNTIME_UNAVAILABLE', `cannot start the worker: ${error.message}`) })
     }
     return worker
   }
@@ -569,7 +575,7 @@ export class PluginPool {
     }
     const code = typeof message.code === 'string' && WORKER_CODES.has(message.code as ErrorCode) ? message.code as ErrorCode : 'ARB_VERIFIER_FAILED'
     const said = typeof message.message === 'string' ? message.message : 'the plugin worker reported a failure without a message'
-    const text = said.length > MESSAGE_CAP_CHARS ? `${said.slice(0, MESSAGE_CAP_CHARS)}…` : said
+    const text = cut(said, MESSAGE_CAP_CHARS)
     const logged = { plugin: this.label, code, requestId: call.request.requestId, ref: call.request.identity.ref, type: message.type, traceback: message.traceback }
     if (code === 'ARB_PLUGIN_RAISED' || code === 'ARB_PLUGIN_BAD_RETURN') this.log.debug(logged, 'plugin verifier failed')
     else this.log.warn(logged, 'plugin verifier failed')
