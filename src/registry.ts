@@ -89,18 +89,18 @@ export class Registry {
     return Math.min(requested, this.#maxTimeoutS) * 1000
   }
 
-  async verify (request: Omit<VerificationContext, 'timeoutMs'>): Promise<VerificationOutcome> {
-    const { kind, ref } = request.manifest.verifier
+  /** Runs the verifier `input.manifest` names, with this request's id and log line context. */
+  async verify (input: Pick<VerificationContext, 'manifest' | 'task' | 'trajectory'>, request: Pick<VerificationContext, 'requestId' | 'log'>): Promise<VerificationOutcome> {
+    const { kind, ref } = input.manifest.verifier
     const handler = this.get(kind, ref)
     let outcome: VerificationOutcome
     try {
-      // Spelled out rather than spread: this runs for every verification.
       outcome = await handler.verify({
-        manifest: request.manifest,
-        task: request.task,
-        trajectory: request.trajectory,
+        manifest: input.manifest,
+        task: input.task,
+        trajectory: input.trajectory,
         requestId: request.requestId,
-        timeoutMs: this.timeoutMs(handler, request.manifest),
+        timeoutMs: this.timeoutMs(handler, input.manifest),
         log: request.log
       })
     } catch (error) {

@@ -48,13 +48,7 @@ export class Verifications {
       if (problem !== undefined) throw new ArbiterError('ARB_BAD_REQUEST', problem)
       // Most of the time a slot is free: taken without waiting a turn for a promise.
       release = this.#admission.tryAcquire() ?? await this.#admission.acquire()
-      const outcome = await this.#registry.verify({
-        manifest: input.manifest,
-        task: input.task,
-        trajectory: input.trajectory,
-        requestId: context.requestId,
-        log: context.log
-      })
+      const outcome = await this.#registry.verify(input, context)
       const event: VerificationEvent = { kind, ref, outcome: 'ok', reward: outcome.reward, duration_ms: elapsed(started) }
       context.log.info(event, 'verification')
       this.#observe(event)

@@ -8,9 +8,9 @@ function handler (kind: 'plugin' | 'rubric' | 'endpoint', verify: KindHandler['v
   return { kind, defaultTimeoutS: 60, verify, describe: () => ({}) }
 }
 
-const request = (kind: 'plugin' | 'rubric' | 'endpoint', ref: string, extra: Record<string, unknown> = {}) => ({
-  manifest: { verifier: { kind, ref, ...extra } }, task: {}, trajectory: 'x', requestId: 'r', log: silent
-})
+const request = (kind: 'plugin' | 'rubric' | 'endpoint', ref: string, extra: Record<string, unknown> = {}) => [
+  { manifest: { verifier: { kind, ref, ...extra } }, task: {}, trajectory: 'x' }, { requestId: 'r', log: silent }
+] as const
 
 t.test('a kind is registered once', async (t) => {
   const registry = new Registry({ maxTimeoutS: 600 })
@@ -20,7 +20,7 @@ t.test('a kind is registered once', async (t) => {
 
 t.test('an unregistered kind is a 502 naming kind and ref', async (t) => {
   const registry = new Registry({ maxTimeoutS: 600 })
-  await t.rejects(registry.verify(request('rubric', 'alice/x')), { code: 'ARB_KIND_UNAVAILABLE', statusCode: 502, verifier: { kind: 'rubric', ref: 'alice/x' } })
+  await t.rejects(registry.verify(...request('rubric', 'alice/x')), { code: 'ARB_KIND_UNAVAILABLE', statusCode: 502, verifier: { kind: 'rubric', ref: 'alice/x' } })
 })
 
 t.test('a handler that crashes or returns no finite reward is a 502, never a 0', async (t) => {
@@ -32,7 +32,7 @@ t.test('a handler that crashes or returns no finite reward is a 502, never a 0',
   }))
   for (const bad of [undefined, null, {}, { reward: null }, { reward: Number.NaN }, { reward: Infinity }, { reward: '1' }, new TypeError('x is undefined')]) {
     answer = bad
-    const error = await registry.verify(request('plugin', 'verify:score')).catch((e: unknown) => e)
+    const error = await registry.verify(...request('plugin', 'verify:score')).catch((e: unknown) => e)
     t.ok(error instanceof VerificationError, String(bad))
     t.match(error, { code: 'ARB_VERIFIER_FAILED', statusCode: 502, verifier: { kind: 'plugin', ref: 'verify:score' } })
   }
@@ -44,7 +44,7 @@ t.test('a result that does not name its verifier is a 502, not a 500 from the se
   registry.add(handler('plugin', async () => ({ reward: 1, success: true, message: '', output: '', verifier }) as never))
   for (const bad of [undefined, null, {}, { kind: 'plugin' }, { kind: 'plugin', ref: 7 }]) {
     verifier = bad
-    await t.rejects(registry.verify(request('plugin', 'verify:score')), { code: 'ARB_VERIFIER_FAILED', statusCode: 502, verifier: { kind: 'plugin', ref: 'verify:score' } }, JSON.stringify(bad))
+    await t.rejects(registry.verify(...request('plugin', 'verify:score')), { code: 'ARB_VERIFIER_FAILED', statusCode: 502, verifier: { kind: 'plugin', ref: 'verify:score' } }, JSON.stringify(bad))
   }
 })
 
@@ -53,9 +53,9 @@ t.test('an ArbiterError from a kind names the verifier and keeps its details; an
   let thrown: Error = new Error('unset')
   registry.add(handler('endpoint', async () => { throw thrown }))
   thrown = new ArbiterError('ARB_ENDPOINT_HTTP_STATUS', 'endpoint answered 503', { details: { status: 503 }, retryAfter: 2 })
-  await t.rejects(registry.verify(request('endpoint', 'http://x/score')), { code: 'ARB_ENDPOINT_HTTP_STATUS', statusCode: 502, details: { status: 503 }, retryAfter: 2, verifier: { kind: 'endpoint', ref: 'http://x/score' } })
+  await t.rejects(registry.verify(...request('endpoint', 'http://x/score')), { code: 'ARB_ENDPOINT_HTTP_STATUS', statusCode: 502, details: { status: 503 }, retryAfter: 2, verifier: { kind: 'endpoint', ref: 'http://x/score' } })
   thrown = new ArbiterError('ARB_INTERNAL', 'a bug inside the kind')
-  await t.rejects(registry.verify(request('endpoint', 'http://x/score')), { code: 'ARB_VERIFIER_FAILED', statusCode: 502, message: 'a bug inside the kind', verifier: { kind: 'endpoint', ref: 'http://x/score' } })
+  await t.rejects(registry.verify(...request('endpoint', 'http://x/score')), { code: 'ARB_VERIFIER_FAILED', statusCode: 502, message: 'a bug inside the kind', verifier: { kind: 'endpoint', ref: 'http://x/score' } })
 })
 
 t.test('the deadline is the manifest\'s timeout_s or the kind default, capped', async (t) => {
@@ -65,8 +65,8 @@ t.test('the deadline is the manifest\'s timeout_s or the kind default, capped', 
     seen.push(context.timeoutMs)
     return { reward: 1, success: true, message: '', output: '', verifier: { kind: 'endpoint', ref: 'x' } }
   }))
-  await registry.verify(request('endpoint', 'x'))
-  await registry.verify(request('endpoint', 'x', { timeout_s: 5 }))
-  await registry.verify(request('endpoint', 'x', { timeout_s: 5000 }))
+  await registry.verify(...request('endpoint', 'x'))
+  await registry.verify(...request('endpoint', 'x', { timeout_s: 5 }))
+  await registry.verify(...request('endpoint', 'x', { timeout_s: 5000 }))
   t.same(seen, [60_000, 5000, 100_000])
 })
