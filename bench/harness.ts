@@ -17,6 +17,8 @@ export const TRIVIAL_JS = `${DIST}bench/servers/trivial.js`
 const LOAD_JS = `${DIST}bench/load.js`
 /** Seconds of each measured run (BENCH_SECONDS, 8 by default). */
 export const BENCH_SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
+/** Interleaved rounds of each measurement (BENCH_ROUNDS, 3 by default); see interleave(). */
+export const BENCH_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 
 export interface Running {
   url: string
@@ -94,15 +96,15 @@ export interface Target {
 }
 
 /**
- * Measures the targets in interleaved rounds (BENCH_ROUNDS, 3 by default) after a warm-up, and
+ * Measures the targets in BENCH_ROUNDS interleaved rounds after a warm-up, and
  * keeps each one's median round: a burst of someone else's load on this shared machine then
  * lands on one round of every target rather than on the whole run of one. The first round also
  * samples precise latency. Every round's req/s is printed, so the spread is visible.
  */
-export async function interleave (targets: Target[], connections: number, rounds = Number(process.env.BENCH_ROUNDS ?? 3)): Promise<Row[]> {
+export async function interleave (targets: Target[], connections: number): Promise<Row[]> {
   for (const target of targets) await load({ url: target.url, body: target.body, connections, durationS: 2 })
   const samples = targets.map((): Row['result'][] => [])
-  for (let round = 0; round < rounds; round++) {
+  for (let round = 0; round < BENCH_ROUNDS; round++) {
     for (const [index, target] of targets.entries()) {
       const spec = { url: target.url, body: target.body, connections, latencyS: round === 0 ? 2 : 0 }
       samples[index].push(target.server === undefined ? await load(spec) : await measure(target.server, spec))
@@ -117,7 +119,7 @@ function median (results: Array<Row['result']>): Row['result'] {
   return { ...middle, p50Ms: results[0].p50Ms, p99Ms: results[0].p99Ms, errors: results.reduce((n, r) => n + r.errors, 0), non2xx: results.reduce((n, r) => n + r.non2xx, 0) }
 }
 
-/** Prints a table of rows with each row's throughput as a ratio of the named reference row. */
+/** Prints a table of rows with each row's throughput as a ratio of the named reference row; a run with errors or non-2xx answers is not valid (exit code 1). */
 export function report (title: string, rows: Row[], reference: string): void {
   const base = rows.find((row) => row.name === reference)?.result.rps ?? Number.NaN
   console.log(`\n${title}`)
@@ -128,6 +130,10 @@ export function report (title: string, rows: Row[], reference: string): void {
     console.log(`${name.padEnd(44)} ${result.rps.toFixed(0).padStart(9)} ${result.p50Ms.toFixed(3).padStart(8)} ${result.p99Ms.toFixed(3).padStart(8)} ${String(problems).padStart(7)} ${cpu.padStart(11)} ${(result.rps / base).toFixed(3).padStart(7)}`)
   }
   console.log('(cpu µs/req: user+system CPU of the server process under test per request; steadier than req/s on a shared machine)')
+  if (rows.some((row) => row.result.errors + row.result.non2xx > 0)) {
+    console.log('errors or non-2xx answers during the run: the figures are not valid')
+    process.exitCode = 1
+  }
 }
 
 /** Prints a goal line: PASS/MISS with the measured and required ratio. */
