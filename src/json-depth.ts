@@ -1,16 +1,22 @@
 // How deeply a parsed JSON value nests, measured without recursion: a request nested deeper
 // than the limit is a 400 before any code that recurses (serialization, flattening) sees it.
 
-/** True when `value` nests deeper than `limit` arrays/objects. */
+/** True when `value` nests deeper than `limit` arrays/objects. Runs on every request: no allocation per node. */
 export function exceedsDepth (value: unknown, limit: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop() as [unknown, number]
-    if (current === null || typeof current !== 'object') continue
-    if (depth + 1 > limit) return true
-    const children = Array.isArray(current) ? current : Object.values(current)
-    for (const child of children) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1])
+  if (value === null || typeof value !== 'object') return false
+  const pending: object[] = [value]
+  const depths: number[] = [1]
+  while (pending.length > 0) {
+    const current = pending.pop() as Record<string, unknown>
+    const depth = depths.pop() as number
+    if (depth > limit) return true
+    // A parsed JSON object has only its own enumerable keys: for...in visits exactly those.
+    for (const key in current) {
+      const child = current[key]
+      if (child !== null && typeof child === 'object') {
+        pending.push(child)
+        depths.push(depth + 1)
+      }
     }
   }
   return false
