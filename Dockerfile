@@ -22,9 +22,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
-# python3 runs Python environment plugins; tini reaps plugin worker processes and forwards signals.
+# python3 runs Python environment plugins; tini reaps plugin worker processes and forwards signals;
+# util-linux (essential in Debian, named so it stays) has setpriv and chrt for starting workers.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 tini \
+ && apt-get install -y --no-install-recommends python3 tini util-linux \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \

@@ -70,6 +70,7 @@ t.test('the runtime base image is Node 20 or 24 slim, with python3 for Python pl
   const major = Number(/^node:(\d+)/.exec(base)?.[1])
   t.ok(major >= Number(/\d+/.exec(pkg.engines.node)?.[0]), `Node ${major} satisfies engines.node ${pkg.engines.node}`)
   t.match(runs(final), /apt-get install[^\n]*\bpython3\b/, 'python3 installed in the runtime stage')
+  t.match(runs(final), /apt-get install[^\n]*\butil-linux\b/, 'util-linux (setpriv, chrt: how workers start) named in the runtime stage')
   t.match(runs(final), /rm -rf \/var\/lib\/apt\/lists/, 'apt lists removed in the same layer')
 })
 

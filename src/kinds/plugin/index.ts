@@ -10,7 +10,7 @@ import { describeEntry, scanPlugins, type Catalog, type PluginEntry, type Runtim
 import { digestFolder } from './digest.js'
 import { PluginPool } from './pool.js'
 import { resolveModule, type Resolution } from './resolve.js'
-import { resolvePython, scrubbedEnv, spawnSpec, type PythonRuntime } from './runtimes.js'
+import { batchScheduling, resolvePython, scrubbedEnv, spawnSpec, type PythonRuntime } from './runtimes.js'
 
 export const DEFAULT_PLUGIN_TIMEOUT_S = 60
 
@@ -52,8 +52,8 @@ interface State {
   catalog: Catalog
   /** Module resolutions that succeeded, per plugin folder and module. */
   resolutions: Map<string, Promise<Resolution>>
-  /** Refs a call succeeded through, per plugin folder and ref: what the next call needs. */
-  targets: Map<string, Target>
+  /** Refs a call succeeded through, per vetted plugin and ref: what the next call needs. */
+  targets: Map<PluginEntry, Map<string, Target>>
 }
 
 async function inferRuntime (plugin: PluginEntry): Promise<void> {
@@ -135,6 +135,9 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       maxCalls: options.maxCalls,
       log,
       onEvent: (event) => { telemetry({ type: POOL_EVENTS[event], plugin: plugin.name ?? plugin.folder }) },
+      onSpawn: (pid) => {
+        void batchScheduling(pid).then((set) => { if (!set) log.debug({ plugin: plugin.name, pid }, 'plugin worker keeps its scheduling policy: chrt is missing or may not change it') })
+      },
       beforeStart: async () => await (checking ??= recheck().finally(() => { checking = undefined }))
     })
     byRuntime.set(runtime, pool)
@@ -208,8 +211,7 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
         throw failure(ref, 'ARB_PLUGIN_DIGEST_MISMATCH', `manifest.digest is ${manifest.digest}, the installed plugin "${name}" is ${plugin.digest}`)
       }
       const targets = state.targets
-      const targetKey = `${plugin.path}\0${ref}`
-      const known = targets.get(targetKey)
+      const known = targets.get(plugin)?.get(ref)
       const target = known ?? await prepare(plugin, ref, { kind: 'plugin', ref })
       const verdict = await target.pool.call({
         identity: target.identity,
@@ -221,7 +223,11 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
         timeoutMs: context.timeoutMs,
         requestId: context.requestId
       })
-      if (known === undefined) targets.set(targetKey, target)
+      if (known === undefined) {
+        let byRef = targets.get(plugin)
+        if (byRef === undefined) targets.set(plugin, byRef = new Map())
+        byRef.set(ref, target)
+      }
       return toVerifierResult(verdict, target.provenance, manifest.verifier.pass_threshold)
     },
 

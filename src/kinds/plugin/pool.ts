@@ -59,6 +59,8 @@ export interface PoolOptions {
   log: Log
   /** Worker starts, crashes and timeouts, for /metrics. */
   onEvent?: (event: 'start' | 'crash' | 'timeout') => void
+  /** Runs once a worker process exists (its scheduling policy is set here). */
+  onSpawn?: (pid: number) => void
   /** Runs before each worker starts (the digest re-check); a thrown VerificationError-ish fails its calls. */
   beforeStart?: () => Promise<{ code: ErrorCode, message: string } | undefined>
   /** Tests: PACK_SERVICE_MS and PIPELINE_BUDGET_MS. */
@@ -79,7 +81,8 @@ export interface CallRequest {
 
 interface Call {
   id: number
-  frame: Buffer
+  /** The call as one protocol line. */
+  line: string
   request: CallRequest
   resolve: (verdict: RawVerdict) => void
   reject: (error: Error) => void
@@ -116,16 +119,15 @@ function installExitHook (): void {
   process.on('exit', () => { for (const pid of livePids) killGroup(pid) })
 }
 
-function encode (id: number, request: CallRequest): Buffer {
-  const json = JSON.stringify({
+/** A protocol message is one line of JSON: JSON text never holds a raw newline. */
+function encode (id: number, request: CallRequest): string {
+  return JSON.stringify({
     id, module: request.module, file: request.file, callable: request.callable, task: request.task, trajectory: request.trajectory
-  })
-  const length = Buffer.byteLength(json, 'utf8')
-  const frame = Buffer.allocUnsafe(4 + length)
-  frame.writeUInt32BE(length, 0)
-  frame.write(json, 4, 'utf8')
-  return frame
+  }) + '\n'
 }
+
+const NEWLINE = 0x0a
+const NOTHING = Buffer.alloc(0)
 
 class OutputCapture {
   chunks: Buffer[] = []
@@ -167,10 +169,11 @@ export class WorkerProcess {
   #lastAnswerAt = 0
   exitCode: number | null = null
   signal: NodeJS.Signals | null = null
-  #pending: Buffer[] = []
+  #pending: string[] = []
   #flushScheduled = false
   #socket?: Socket
-  #incoming: Buffer = Buffer.alloc(0)
+  /** The start of a line not yet complete. */
+  #incoming: Buffer = NOTHING
   #stdout = new OutputCapture()
   #stderr = new OutputCapture()
   #stderrTail = ''
@@ -203,7 +206,10 @@ export class WorkerProcess {
     }
     this.child = child
     this.pid = child.pid
-    if (this.pid !== undefined) livePids.add(this.pid)
+    if (this.pid !== undefined) {
+      livePids.add(this.pid)
+      this.pool.onSpawn(this.pid)
+    }
     child.unref()
     const socket = child.stdio[3] as Socket
     this.#socket = socket
@@ -265,7 +271,7 @@ export class WorkerProcess {
     this.lastUsed = Date.now()
     // Recycled after maxCalls: no new calls; it is stopped once these are answered.
     if (this.calls >= this.pool.maxCalls) this.pool.detach(this)
-    this.#pending.push(call.frame)
+    this.#pending.push(call.line)
     if (!this.#flushScheduled) {
       this.#flushScheduled = true
       setImmediate(() => this.#flush())
@@ -280,32 +286,32 @@ export class WorkerProcess {
   #flush (): void {
     this.#flushScheduled = false
     if (this.#socket === undefined || this.dead || this.#pending.length === 0) return
-    const data = this.#pending.length === 1 ? this.#pending[0] : Buffer.concat(this.#pending)
+    const data = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join('')
     this.#pending = []
     this.#socket.write(data)
   }
 
   #onData (chunk: Buffer): void {
     if (this.dead && this.killedFor !== undefined) return
-    this.#incoming = this.#incoming.length === 0 ? chunk : Buffer.concat([this.#incoming, chunk])
-    let position = 0
-    const buffer = this.#incoming
-    while (buffer.length - position >= 4) {
-      const size = buffer.readUInt32BE(position)
-      if (buffer.length - position - 4 < size) break
+    const seen = this.#incoming.length // holds no newline: the search starts after it
+    const buffer = seen === 0 ? chunk : Buffer.concat([this.#incoming, chunk])
+    let start = 0
+    let end = buffer.indexOf(NEWLINE, seen)
+    while (end !== -1) {
       let message: Record<string, unknown>
       try {
-        message = JSON.parse(buffer.toString('utf8', position + 4, position + 4 + size))
+        message = JSON.parse(buffer.toString('utf8', start, end))
       } catch {
-        this.pool.log.error({ plugin: this.pool.label, pid: this.pid }, 'plugin worker sent an unreadable frame; killing it')
+        this.pool.log.error({ plugin: this.pool.label, pid: this.pid }, 'plugin worker sent an unreadable line; killing it')
         this.kill('cancelled')
         return
       }
-      position += 4 + size
+      start = end + 1
       this.#onMessage(message)
       if (this.dead && this.killedFor !== undefined) return
+      end = buffer.indexOf(NEWLINE, start)
     }
-    this.#incoming = position === buffer.length ? Buffer.alloc(0) : buffer.subarray(position)
+    this.#incoming = start === buffer.length ? NOTHING : buffer.subarray(start)
   }
 
   #onMessage (message: Record<string, unknown>): void {
@@ -428,6 +434,7 @@ export class PluginPool {
   readonly label: string
   readonly log: Log
   readonly onEvent: (event: 'start' | 'crash' | 'timeout') => void
+  readonly onSpawn: (pid: number) => void
   readonly maxCalls: number
   readonly #options: PoolOptions
   /** Workers that take new calls. */
@@ -448,6 +455,7 @@ export class PluginPool {
     this.label = options.label
     this.log = options.log
     this.onEvent = options.onEvent ?? (() => {})
+    this.onSpawn = options.onSpawn ?? (() => {})
     this.maxCalls = options.maxCalls
     this.#packServiceMs = options.packServiceMs ?? PACK_SERVICE_MS
     this.#pipelineBudgetMs = options.pipelineBudgetMs ?? PIPELINE_BUDGET_MS
@@ -463,11 +471,12 @@ export class PluginPool {
     this.#serviceMs.set(ref, average === undefined ? ms : average * 0.9 + ms * 0.1)
   }
 
-  async call (request: CallRequest): Promise<RawVerdict> {
-    if (this.#closed) throw new VerificationError('ARB_SHUTTING_DOWN', request.identity, 'the plugin workers are shutting down')
-    return await new Promise<RawVerdict>((resolve, reject) => {
+  // Not async: the promise is the call's own, without another one wrapped around it per call.
+  call (request: CallRequest): Promise<RawVerdict> {
+    if (this.#closed) return Promise.reject(new VerificationError('ARB_SHUTTING_DOWN', request.identity, 'the plugin workers are shutting down'))
+    return new Promise<RawVerdict>((resolve, reject) => {
       const id = nextCallId++
-      const call: Call = { id, frame: encode(id, request), request, resolve, reject, done: false, sentAt: 0, startFailures: 0 }
+      const call: Call = { id, line: encode(id, request), request, resolve, reject, done: false, sentAt: 0, startFailures: 0 }
       call.timer = setTimeout(() => this.#onTimeout(call), request.timeoutMs)
       this.#dispatch(call)
     })

