@@ -94,3 +94,54 @@ t.test('a call running past the budget stops calls packing behind it', async (t)
   t.not(cheap, first, 'the cheap call went to another worker instead of waiting behind it')
   t.same(order, ['cheap', 'slow'])
 })
+
+/**
+ * A stand-in worker speaking the protocol on fd 3: hello, then for each call line the answer
+ * `answer(call)` gives, written in two pieces so that a line arrives split across reads.
+ */
+function scriptedPool (t: Test, answer: string): { plugins: PluginPool, log: ReturnType<typeof memoryLog> } {
+  const script = `
+    const net = require('node:net')
+    const socket = new net.Socket({ fd: 3, readable: true, writable: true })
+    socket.write(JSON.stringify({ hello: { pid: process.pid } }) + '\\n')
+    let pending = ''
+    socket.on('data', (chunk) => {
+      pending += chunk
+      let end
+      while ((end = pending.indexOf('\\n')) !== -1) {
+        const call = JSON.parse(pending.slice(0, end))
+        pending = pending.slice(end + 1)
+        const line = (${answer})(call) + '\\n'
+        socket.write(line.slice(0, 5))
+        setTimeout(() => socket.write(line.slice(5)), 20)
+      }
+    })`
+  const log = memoryLog()
+  const plugins = new PluginPool({
+    label: 'scripted (node)',
+    spawn: { command: process.execPath, args: ['-e', script], cwd: process.cwd(), env: {} },
+    size: 1,
+    maxCalls: 100,
+    log
+  })
+  t.teardown(async () => { await plugins.close() })
+  return { plugins, log }
+}
+
+t.test('protocol lines: an answer split across reads is read whole', async (t) => {
+  const { plugins } = scriptedPool(t, '(call) => JSON.stringify({ id: call.id, ok: true, reward: 0.25, message: "line\\nbreak é" })')
+  const verdict = await plugins.call(request(5_000))
+  t.same(verdict, { reward: 0.25, message: 'line\nbreak é' }, 'a newline inside a string is escaped JSON, not a line end')
+})
+
+t.test('protocol lines: a worker that writes an unreadable line or answers out of order is killed; the call fails as crashed', async (t) => {
+  for (const [answer, logged] of [
+    ['() => "this is not JSON"', /unreadable line/],
+    ['(call) => JSON.stringify({ id: call.id + 1, ok: true, reward: 1 })', /answered out of order/]
+  ] as const) {
+    const { plugins, log } = scriptedPool(t, answer)
+    const error = await plugins.call(request(5_000)).catch((failure: unknown) => failure)
+    t.match(error, { code: 'ARB_PLUGIN_CRASHED', verifier: { kind: 'plugin', ref: 'verify:score' } }, `${answer}: never a reward`)
+    t.ok(log.lines.some((line) => line.level === 'error' && logged.test(line.msg ?? '')), `logged: ${String(logged)}`)
+  }
+})
