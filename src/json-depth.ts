@@ -7,12 +7,22 @@ export function exceedsDepth (value: unknown, limit: number): boolean {
   const pending: object[] = [value]
   const depths: number[] = [1]
   while (pending.length > 0) {
-    const current = pending.pop() as Record<string, unknown>
+    const current = pending.pop() as object
     const depth = depths.pop() as number
     if (depth > limit) return true
+    if (Array.isArray(current)) {
+      for (let i = 0; i < current.length; i++) {
+        const child: unknown = current[i]
+        if (child !== null && typeof child === 'object') {
+          pending.push(child)
+          depths.push(depth + 1)
+        }
+      }
+      continue
+    }
     // A parsed JSON object has only its own enumerable keys: for...in visits exactly those.
     for (const key in current) {
-      const child = current[key]
+      const child = (current as Record<string, unknown>)[key]
       if (child !== null && typeof child === 'object') {
         pending.push(child)
         depths.push(depth + 1)

@@ -1,4 +1,5 @@
 // The pino logger: one JSON line per event, secrets redacted, pretty only on a terminal.
+import { writeSync } from 'node:fs'
 import { pino, type Logger } from 'pino'
 import type { LogLevel } from './config.js'
 
@@ -35,24 +36,29 @@ export function createLogger (level: LogLevel, { pretty = false, destination }: 
   // Buffered stdout: lines go out in 4 KiB batches, and at least every 100 ms so a quiet
   // instance's lines still appear at once. One write per line cost more than the rest of a
   // verification's bookkeeping together.
-  const lines = new LineBatch(pino.destination({ dest: 1, sync: false, minLength: BATCH_CHARS }))
-  setInterval(() => { lines.flush() }, FLUSH_EVERY_MS).unref()
-  process.on('exit', () => {
-    try {
-      lines.flushSync()
-    } catch {
-      // stdout is closed or broken: there is nowhere left to write the last lines.
-    }
-  })
+  // The exit hooks are registered before pino.destination() registers its own, so they run
+  // first: the lines gathered here reach the destination before pino flushes (and, on
+  // beforeExit, ends) it. beforeExit only hands them over: starting a write there would keep
+  // the event loop alive and bring beforeExit back, for ever.
+  let lines: LineBatch | undefined
+  // stdout closed or broken (or ended by pino at exit): there is nowhere left to write to.
+  const orNowhere = (write: () => void): void => { try { write() } catch {} }
+  process.on('beforeExit', () => { orNowhere(() => lines?.handOver()) })
+  process.on('exit', () => { orNowhere(() => lines?.flushSync()) })
+  lines = new LineBatch(pino.destination({ dest: 1, sync: false, minLength: BATCH_CHARS }), 1)
+  setInterval(() => { orNowhere(() => lines?.flush()) }, FLUSH_EVERY_MS).unref()
   return pino(options, lines)
 }
 
 /** What sonic-boom (pino's destination) offers that LineBatch uses. */
 export interface LineSink {
   write: (text: string) => boolean
-  flush: () => void
+  flush: (done?: (error?: Error) => void) => void
   flushSync: () => void
 }
+
+/** How long the last lines may wait for a full pipe at exit before they are given up. */
+const EXIT_WRITE_MS = 1000
 
 /**
  * Collects log lines and hands them to the destination about 4 KiB at a time. sonic-boom
@@ -64,35 +70,58 @@ export class LineBatch {
   #lines: string[] = []
   #chars = 0
   readonly #sink: LineSink
+  /** The file descriptor the sink writes to, for the last lines at exit. */
+  readonly #fd: number
 
-  constructor (sink: LineSink) {
+  constructor (sink: LineSink, fd: number) {
     this.#sink = sink
+    this.#fd = fd
   }
 
   write (line: string): boolean {
     this.#lines.push(line)
     this.#chars += line.length
-    if (this.#chars >= BATCH_CHARS) this.#handOver()
+    if (this.#chars >= BATCH_CHARS) this.handOver()
     return true
   }
 
-  /** Hands over what is gathered and starts writing it (asynchronously). */
-  flush (): void {
-    this.#handOver()
-    this.#sink.flush()
+  /** Hands over what is gathered and starts writing it (asynchronously); pino's logger.flush(cb). */
+  flush (done?: (error?: Error) => void): void {
+    this.handOver()
+    this.#sink.flush(done)
   }
 
-  /** Hands over what is gathered and writes it all before returning (at exit). */
+  /**
+   * Writes everything before returning (at exit): what the destination holds, then what is
+   * gathered here, written directly. Handed over instead, it could start an asynchronous write
+   * that the exiting process never finishes.
+   */
   flushSync (): void {
-    this.#handOver()
+    const text = this.#take()
     this.#sink.flushSync()
+    let rest = Buffer.from(text)
+    const giveUpAt = Date.now() + EXIT_WRITE_MS
+    while (rest.length > 0) {
+      try {
+        rest = rest.subarray(writeSync(this.#fd, rest))
+      } catch (error) {
+        // stdout is a non-blocking pipe whose reader is behind: wait for it, but not forever.
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > giveUpAt) throw error
+      }
+    }
   }
 
-  #handOver (): void {
-    if (this.#lines.length === 0) return
+  /** Gives what is gathered to the destination, which writes it in its own time. */
+  handOver (): void {
+    const text = this.#take()
+    if (text !== '') this.#sink.write(text)
+  }
+
+  #take (): string {
+    if (this.#lines.length === 0) return ''
     const text = this.#lines.length === 1 ? this.#lines[0] : this.#lines.join('')
     this.#lines = []
     this.#chars = 0
-    this.#sink.write(text)
+    return text
   }
 }

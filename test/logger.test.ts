@@ -1,6 +1,15 @@
 import t from 'tap'
+import { execFile } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
 import { LineBatch, createLogger } from '../src/logger.js'
+
+const run = promisify(execFile)
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 t.test('header secrets are redacted if a header object is ever logged', async (t) => {
   let text = ''
@@ -17,11 +26,15 @@ t.test('log lines reach the destination in order, about 4 KiB at a time, and all
   const written: string[] = []
   let flushes = 0
   let syncFlushes = 0
+  const dir = mkdtempSync(join(tmpdir(), 'arbiter-log-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const fd = openSync(join(dir, 'out.txt'), 'w')
+  t.teardown(() => closeSync(fd))
   const lines = new LineBatch({
     write: (text) => { written.push(text); return true },
     flush: () => { flushes++ },
     flushSync: () => { syncFlushes++ }
-  })
+  }, fd)
   const sent = Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')} ${'x'.repeat(95)}\n`)
   for (const line of sent.slice(0, 40)) lines.write(line)
   t.same(written, [], 'nothing is written before 4 KiB are gathered')
@@ -35,6 +48,25 @@ t.test('log lines reach the destination in order, about 4 KiB at a time, and all
   t.equal(written.length, 3, 'an empty flush writes nothing')
   for (const line of sent.slice(90)) lines.write(line)
   lines.flushSync()
-  t.equal(syncFlushes, 1)
-  t.equal(written.join(''), sent.join(''), 'every line once, in order')
+  t.equal(syncFlushes, 1, 'at exit the destination writes what it holds first')
+  t.equal(written.length, 3, 'the last lines are not handed over (that could start a write the exit cuts short)')
+  t.equal(written.join('') + readFileSync(join(dir, 'out.txt'), 'utf8'), sent.join(''), 'every line once, in order: the last ones written directly')
+})
+
+t.test('a process that exits, or simply ends, has written every line to stdout', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'arbiter-log-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const script = join(dir, 'log.mjs')
+  // Fewer than 4096 characters, more than 4096 bytes: the last batch is multi-byte text.
+  writeFileSync(script, `import { createLogger } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/src/logger.js')).href)}
+const log = createLogger('info')
+for (let i = 0; i < 5; i++) log.info({ i, text: 'é✓'.repeat(300) }, 'line')
+if (process.argv[2] === 'exit') process.exit(0)
+`)
+  for (const how of ['exit', 'end']) {
+    const { stdout } = await run(process.execPath, [script, how])
+    const logged = stdout.trim().split('\n').map((line) => JSON.parse(line) as { i: number, text: string })
+    t.same(logged.map((line) => line.i), [0, 1, 2, 3, 4], `${how}: every line, in order`)
+    t.ok(logged.every((line) => line.text === 'é✓'.repeat(300)), `${how}: intact`)
+  }
 })

@@ -95,6 +95,8 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
   /** Pools of plugins a reload replaced or refused: they finish their calls, then stop. */
   const retired = new Set<PluginPool>()
   let closed = false
+  /** Cleared when chrt could not put a worker under SCHED_BATCH: then none is tried again. */
+  let batchAllowed = true
 
   const refuse = (vetted: PluginEntry, reason: string): void => {
     // A pool outlives reloads that left its files alone, so the entry it was made for may be
@@ -136,7 +138,12 @@ export async function createPluginKind (options: PluginKindOptions): Promise<Kin
       log,
       onEvent: (event) => { telemetry({ type: POOL_EVENTS[event], plugin: plugin.name ?? plugin.folder }) },
       onSpawn: (pid) => {
-        void batchScheduling(pid).then((set) => { if (!set) log.debug({ plugin: plugin.name, pid }, 'plugin worker keeps its scheduling policy: chrt is missing or may not change it') })
+        if (!batchAllowed) return
+        void batchScheduling(pid).then((outcome) => {
+          if (outcome !== 'refused') return
+          batchAllowed = false // not tried again for every worker start
+          log.info({ plugin: plugin.name, pid }, 'plugin workers keep their scheduling policy: chrt is missing or may not set SCHED_BATCH')
+        })
       },
       beforeStart: async () => await (checking ??= recheck().finally(() => { checking = undefined }))
     })

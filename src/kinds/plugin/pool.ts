@@ -301,6 +301,7 @@ export class WorkerProcess {
       let message: Record<string, unknown>
       try {
         message = JSON.parse(buffer.toString('utf8', start, end))
+        if (message === null || typeof message !== 'object') throw new TypeError('not a message')
       } catch {
         this.pool.log.error({ plugin: this.pool.label, pid: this.pid }, 'plugin worker sent an unreadable line; killing it')
         this.kill('cancelled')

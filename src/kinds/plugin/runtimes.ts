@@ -83,16 +83,27 @@ export const CHRT = ['/usr/bin/chrt', '/bin/chrt'].find((path) => existsSync(pat
 
 /**
  * Puts a started worker, all its threads and whatever it starts later, under SCHED_BATCH: the
- * same share of the CPU, but a worker woken by a call no longer preempts the server's event
- * loop, which every request goes through. On 2 cores, a trivial Python plugin at 50 connections:
- * about 7% more req/s. Best effort: without chrt, or where the policy cannot be changed, the
- * worker runs as it is. Resolves whether the policy was set.
+ * same share of the CPU, but a worker woken by a call does not preempt the server's event loop
+ * on wakeup, and every request goes through that loop. On 2 cores, a trivial Python plugin at 50
+ * connections: about 7% more req/s. Best effort: 'refused' when there is no chrt or it may not
+ * change the policy (the worker runs as it is), 'gone' when the process exited first.
  */
-export async function batchScheduling (pid: number, chrt: string | null = CHRT): Promise<boolean> {
-  if (chrt === null) return false
-  return await new Promise((resolve) => {
-    execFile(chrt, ['--all-tasks', '--batch', '--pid', '0', String(pid)], { timeout: 5_000 }, (error) => { resolve(error === null) })
+export async function batchScheduling (pid: number, chrt: string | null = CHRT): Promise<'set' | 'refused' | 'gone'> {
+  if (chrt === null) return 'refused'
+  const set = await new Promise<boolean>((resolve) => {
+    try {
+      execFile(chrt, ['--all-tasks', '--batch', '--pid', '0', String(pid)], { timeout: 5_000 }, (error) => { resolve(error === null) })
+    } catch {
+      resolve(false) // spawn itself failed (out of memory, too many processes)
+    }
   })
+  if (set) return 'set'
+  try {
+    process.kill(pid, 0)
+    return 'refused'
+  } catch {
+    return 'gone'
+  }
 }
 
 export function spawnSpec (runtime: Runtime, options: { python?: string, pluginPath: string, memoryMb: number, env: Record<string, string>, setpriv?: string | null }): SpawnSpec {

@@ -294,11 +294,11 @@ t.test('workers run under SCHED_BATCH, every thread, so they never preempt the s
   const child = spawn('sleep', ['30'], { stdio: 'ignore' })
   t.teardown(() => child.kill('SIGKILL'))
   const pid = child.pid as number
-  t.equal(await batchScheduling(pid, null), false, 'without chrt the process is left as it is')
+  t.equal(await batchScheduling(pid, null), 'refused', 'without chrt the process is left as it is')
   t.same(await policies(pid), [0])
-  t.equal(await batchScheduling(pid), true)
+  t.equal(await batchScheduling(pid), 'set')
   t.same(await policies(pid), [3])
-  t.equal(await batchScheduling(2 ** 22 + 12345), false, 'a process that is gone: reported, not thrown')
+  t.equal(await batchScheduling(2 ** 22 + 12345), 'gone', 'a process that is gone: reported, not thrown')
 
   // Both runtimes' workers, as the plugin kind starts them.
   const kind = await makeKind(t, { workers: 1 })

@@ -137,6 +137,7 @@ t.test('protocol lines: an answer split across reads is read whole', async (t) =
 t.test('protocol lines: a worker that writes an unreadable line or answers out of order is killed; the call fails as crashed', async (t) => {
   for (const [answer, logged] of [
     ['() => "this is not JSON"', /unreadable line/],
+    ['() => "null"', /unreadable line/],
     ['(call) => JSON.stringify({ id: call.id + 1, ok: true, reward: 1 })', /answered out of order/]
   ] as const) {
     const { plugins, log } = scriptedPool(t, answer)

@@ -144,10 +144,11 @@ function callIn (module, request) {
   } catch (error) {
     return raised(id, error)
   }
-  return typeof then === 'function' ? settle(id, value) : answer(id, value)
+  // The then read above is the one used, as `await` would read it once.
+  return typeof then === 'function' ? settle(id, new Promise((resolve, reject) => { then.call(value, resolve, reject) })) : answer(id, value)
 }
 
-/** A callable's promise (or any thenable, as `await` takes it), then its answer. */
+/** The answer once a callable's promise (or thenable) settles. */
 async function settle (id, pending) {
   let value
   try {

@@ -3,7 +3,7 @@
     python3 -B worker.py <plugin folder> <memory cap MiB>
 
 Started by Arbiter (src/kinds/plugin/pool.ts) with the plugin folder as its working directory,
-a scrubbed environment and its own process group. It speaks a framed protocol on file
+a scrubbed environment and its own process group. It speaks a line protocol on file
 descriptor 3 (a socket pair with the server), never on stdout, so whatever the plugin prints
 cannot corrupt it: each message is one line of UTF-8 JSON (JSON text never holds a raw newline).
 
