@@ -64,7 +64,8 @@ const EXIT_WRITE_MS = 1000
  * Collects log lines and hands them to the destination about 4 KiB at a time. sonic-boom
  * measures its pending text with Buffer.byteLength on every write, which flattens the text
  * gathered so far: fed line by line, that copied about 2 KiB per line, a fifth of all a
- * verification allocated. Lines keep their order; flush() and flushSync() hand over the rest.
+ * verification allocated. Lines keep their order: flush() hands over the rest, flushSync() (at
+ * exit) writes it.
  */
 export class LineBatch {
   #lines: string[] = []
