@@ -228,6 +228,7 @@ function main () {
     buffer = start === buffer.length ? Buffer.alloc(0) : buffer.subarray(start)
     void pump()
   })
+  // The server closed its end (it exited or recycled this worker): go.
   socket.on('end', () => process.exit(0))
   socket.on('error', () => process.exit(0))
   send({ hello: { pid: process.pid, runtime: 'node', version: process.versions.node } })
